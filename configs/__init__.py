@@ -1,0 +1,1 @@
+"""Shipped configuration files (task suite, presets), installed as simpact.configs."""

@@ -1,0 +1,1 @@
+"""VLM prompt templates, installed as simpact.prompts."""

@@ -1,0 +1,58 @@
+"""Small rotation helpers on quaternions (w, x, y, z); they broadcast over leading axes."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["quat_about_z", "quat_conj", "quat_mul", "quat_rotate", "quat_to_rpy", "tilt_angle"]
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
+    return np.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        axis=-1,
+    )
+
+
+def quat_conj(q: np.ndarray) -> np.ndarray:
+    return np.asarray(q, dtype=float) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def quat_about_z(angle: np.ndarray | float) -> np.ndarray:
+    """Rotations by ``angle`` radians about z."""
+    half = 0.5 * np.asarray(angle, dtype=float)
+    zeros = np.zeros_like(half)
+    return np.stack([np.cos(half), zeros, zeros, np.sin(half)], axis=-1)
+
+
+def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors v (..., 3) by unit quaternions q (..., 4)."""
+    q = np.asarray(q, dtype=float)
+    u, w = q[..., 1:], q[..., :1]
+    v = np.asarray(v, dtype=float)
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def quat_to_rpy(q: np.ndarray) -> np.ndarray:
+    """Roll, pitch, yaw (rad) such that R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return np.stack([roll, pitch, yaw], axis=-1)
+
+
+def tilt_angle(q: np.ndarray) -> np.ndarray:
+    """Angle (rad) between a body's z axis and the world's z axis."""
+    w, x, y, _ = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    cos = 1 - 2 * (x * x + y * y)
+    return np.arccos(np.clip(cos, -1.0, 1.0))

@@ -1,0 +1,154 @@
+"""Scenes: the objects on the table and where the robot starts, as plain serialisable values.
+
+A Scene is what real2sim produces and what a task config describes; solvers build a World from it.
+Frames: the robot base frame is the world frame, z up, z = 0 on the table surface. Units: metres, kilograms,
+radians; quaternions are (w, x, y, z).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
+
+SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
+"""Primitive shapes, a procedural bowl, or a mesh file. Sizes: box = full edge lengths (x, y, z); cylinder =
+(radius, height); sphere = (radius,); bowl = (outer radius, height, wall thickness); mesh = scale (x, y, z)."""
+
+
+class SceneError(ValueError):
+    """A scene that cannot be built; the message names the object and the field."""
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One object: geometry, pose in the world frame and physical parameters."""
+
+    name: str
+    shape: str
+    size: tuple[float, ...]
+    position: tuple[float, float, float]
+    quaternion: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+    mass: float = 0.1
+    """kg; ignored for fixed objects."""
+    friction: float = 0.5
+    """Sliding friction coefficient."""
+    rgba: tuple[float, float, float, float] = (0.7, 0.7, 0.7, 1.0)
+    kind: str = "rigid"
+    """Solver: rigid (MuJoCo), pd (projective dynamics) or mpm."""
+    fixed: bool = False
+    """Welded to the world (a wall, a fixture)."""
+    collides: bool = True
+    """False for markers (target regions, reference lines) that are seen but not touched."""
+    mesh: str | None = None
+    """Mesh file (OBJ/STL/PLY) for shape 'mesh'."""
+    convex_decomposition: bool | None = None
+    """Split a concave mesh into convex parts (coacd) for contact; default: on for bowls and meshes."""
+
+    def __post_init__(self) -> None:
+        label = f"object '{self.name}'"
+        if self.shape not in SHAPES:
+            raise SceneError(f"{label}: unknown shape {self.shape!r}; expected one of {SHAPES}")
+        if self.shape == "mesh" and not self.mesh:
+            raise SceneError(f"{label}: shape 'mesh' needs a 'mesh' file")
+        need = {"box": 3, "cylinder": 2, "sphere": 1, "bowl": 3, "mesh": 3}[self.shape]
+        if len(self.size) != need or not all(np.isfinite(self.size)) or min(self.size) <= 0:
+            raise SceneError(f"{label}: size must be {need} positive numbers for a {self.shape}, got {self.size}")
+        if len(self.position) != 3 or not all(np.isfinite(self.position)):
+            raise SceneError(f"{label}: position must be 3 finite numbers, got {self.position}")
+        q = np.asarray(self.quaternion, dtype=float)
+        if q.shape != (4,) or not np.isfinite(q).all() or abs(np.linalg.norm(q) - 1) > 1e-3:
+            raise SceneError(f"{label}: quaternion must be 4 numbers of unit norm, got {self.quaternion}")
+        if not self.fixed and self.collides and not self.mass > 0:
+            raise SceneError(f"{label}: mass must be positive, got {self.mass}")
+        if not self.friction >= 0:
+            raise SceneError(f"{label}: friction must be non-negative, got {self.friction}")
+        if self.kind not in ("rigid", "pd", "mpm"):
+            raise SceneError(f"{label}: kind must be rigid, pd or mpm, got {self.kind!r}")
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> SceneObject:
+        known = {f.name for f in fields(cls)}
+        unknown = set(raw) - known
+        if unknown:
+            raise SceneError(f"object '{raw.get('name', '?')}': unknown fields {sorted(unknown)}")
+        values = dict(raw)
+        for key in ("size", "position", "quaternion", "rgba"):
+            if key in values:
+                values[key] = tuple(float(v) for v in values[key])
+        try:
+            return cls(**values)
+        except TypeError as exc:
+            raise SceneError(f"object '{raw.get('name', '?')}': {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def moved(self, **changes: Any) -> SceneObject:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RobotStart:
+    """The robot's start: tool-centre-point position (m), yaw about z from the home orientation (rad,
+    gripper pointing down), gripper opening (m)."""
+
+    position: tuple[float, float, float] = (0.45, 0.0, 0.25)
+    yaw: float = 0.0
+    gripper_width: float = 0.08
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> RobotStart:
+        return cls(
+            tuple(float(v) for v in raw.get("position", cls.position)),  # type: ignore[arg-type]
+            float(raw.get("yaw", cls.yaw)),
+            float(raw.get("gripper_width", cls.gripper_width)),
+        )
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Objects on a table whose surface is the plane z = 0, and the robot's start."""
+
+    objects: tuple[SceneObject, ...]
+    robot: RobotStart = field(default_factory=RobotStart)
+    table_size: tuple[float, float] = (1.4, 1.4)
+    """Table top extent in x and y, m; it spans x in [-0.3, -0.3 + size_x], centred on y = 0."""
+    table_friction: float = 0.5
+
+    def __post_init__(self) -> None:
+        names = [o.name for o in self.objects]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise SceneError(f"object names must be unique, repeated: {dupes}")
+
+    def object(self, name: str) -> SceneObject:
+        for obj in self.objects:
+            if obj.name == name:
+                return obj
+        raise SceneError(f"no object named '{name}' (have {[o.name for o in self.objects]})")
+
+    def replace_object(self, obj: SceneObject) -> Scene:
+        return replace(self, objects=tuple(obj if o.name == obj.name else o for o in self.objects))
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> Scene:
+        objects = tuple(SceneObject.from_dict(o) for o in raw.get("objects", ()))
+        robot = RobotStart.from_dict(raw.get("robot", {}))
+        extra = {k: raw[k] for k in ("table_size", "table_friction") if k in raw}
+        if "table_size" in extra:
+            extra["table_size"] = tuple(float(v) for v in extra["table_size"])
+        return cls(objects, robot, **extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "objects": [o.to_dict() for o in self.objects],
+            "robot": {"position": list(self.robot.position), "yaw": self.robot.yaw,
+                      "gripper_width": self.robot.gripper_width},
+            "table_size": list(self.table_size),
+            "table_friction": self.table_friction,
+        }

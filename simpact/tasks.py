@@ -1,0 +1,166 @@
+"""The task suite: YAML configs under ``configs/tasks/`` turned into scenes, reference plans and checks.
+
+A task config holds the instruction, the robot's start, the objects, named ``targets`` (numbers such as a
+target line or region centre), seeded ``randomize`` ranges, the ``success`` check with its parameters, and a
+``reference`` plan whose parameters may be expressions over the scene (see ``simpact.expressions``):
+``<object>.x|y|z`` (position), ``<object>.sx|sy|sz`` (size components), ``ee.x|y|z`` (tool position when
+the plan starts) and ``targets.<name>``.
+
+Seed 0 is the nominal scene; seeds >= 1 add uniform offsets drawn from ``randomize`` with
+``numpy.random.default_rng(seed)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import yaml
+
+from simpact.actions import Plan, PlanError, StartPose
+from simpact.expressions import ExpressionError, evaluate
+from simpact.scene import Scene, SceneError
+from solvers.rollout import Rollout
+
+__all__ = ["Evaluation", "Task", "TaskError", "list_tasks", "load_task", "tasks_dir"]
+
+
+class TaskError(ValueError):
+    """A task that does not exist or whose config is malformed."""
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A task's own judgement of a rollout: ``success``, a dense progress ``score`` in [0, 1], and the
+    quantities behind them."""
+
+    success: bool
+    score: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Check(Protocol):
+    def __call__(self, rollout: Rollout, scene: Scene, targets: Mapping[str, float],
+                 params: Mapping[str, Any]) -> Evaluation: ...
+
+
+def tasks_dir() -> Path:
+    """The shipped task configs (inside the installed package)."""
+    return Path(str(resources.files("simpact.configs") / "tasks"))
+
+
+def list_tasks() -> list[str]:
+    return sorted(p.stem for p in tasks_dir().glob("*.yaml"))
+
+
+def load_task(name_or_path: str | Path) -> Task:
+    """A shipped task by name, or a task config file by path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = tasks_dir() / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise TaskError(f"unknown task '{name_or_path}'; available: {', '.join(list_tasks())}")
+    elif not path.exists():
+        raise TaskError(f"task config {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise TaskError(f"task config {path} is not valid YAML: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise TaskError(f"task config {path} must be a mapping")
+    return Task(raw, path)
+
+
+class Task:
+    """One task: builds seeded scenes, expands its reference plan, judges rollouts."""
+
+    def __init__(self, raw: Mapping[str, Any], path: Path | None = None) -> None:
+        missing = {"name", "instruction", "objects", "success", "reference"} - set(raw)
+        if missing:
+            raise TaskError(f"task config {path}: missing fields {sorted(missing)}")
+        self.raw = raw
+        self.path = path
+        self.name: str = raw["name"]
+        self.instruction: str = raw["instruction"]
+        self.tail_s = float(raw.get("tail_s", 1.0))
+        """Hold after the plan before the success check, s."""
+        self.success_params: dict[str, Any] = dict(raw["success"])
+        check_name = self.success_params.pop("check", self.name)
+        try:
+            module = importlib.import_module(f"simpact.checks.{check_name}")
+        except ModuleNotFoundError:
+            raise TaskError(f"task {self.name}: no success check named '{check_name}'") from None
+        self._check: Check = module.check
+        self.nominal_scene = self.scene(0)
+
+    # --- scenes ------------------------------------------------------------------------------------------
+    def _sample(self, seed: int) -> tuple[dict[str, Any], dict[str, float]]:
+        raw = {"objects": [dict(o) for o in self.raw["objects"]], "robot": dict(self.raw.get("robot", {}))}
+        for key in ("table_size", "table_friction"):
+            if key in self.raw:
+                raw[key] = self.raw[key]
+        targets = {k: float(v) for k, v in self.raw.get("targets", {}).items()}
+        if seed == 0:
+            return raw, targets
+        rng = np.random.default_rng(seed)
+        objects = {o["name"]: o for o in raw["objects"]}
+        for key, spec in self.raw.get("randomize", {}).items():
+            low, high = np.asarray(spec["low"], dtype=float), np.asarray(spec["high"], dtype=float)
+            offset = rng.uniform(low, high)
+            owner, _, attr = key.partition(".")
+            if owner == "targets":
+                targets[attr] += float(offset)
+            elif owner in objects:
+                base = np.asarray(objects[owner][attr], dtype=float)
+                objects[owner][attr] = (base + offset).tolist()
+            else:
+                raise TaskError(f"task {self.name}: randomize key '{key}' names no object or target")
+        return raw, targets
+
+    def scene(self, seed: int = 0) -> Scene:
+        """The scene for ``seed`` (0 = nominal)."""
+        raw, _ = self._sample(seed)
+        try:
+            return Scene.from_dict(raw)
+        except SceneError as exc:
+            raise TaskError(f"task {self.name}: {exc}") from None
+
+    def targets(self, seed: int = 0) -> dict[str, float]:
+        return self._sample(seed)[1]
+
+    # --- plans and checks --------------------------------------------------------------------------------
+    def names(self, scene: Scene, start: StartPose, targets: Mapping[str, float]) -> dict[str, float]:
+        """Quantities a reference-plan expression may use."""
+        out = {f"targets.{k}": v for k, v in targets.items()}
+        for axis, value in zip("xyz", start.position):
+            out[f"ee.{axis}"] = value
+        for obj in scene.objects:
+            for axis, value in zip("xyz", obj.position):
+                out[f"{obj.name}.{axis}"] = value
+            for axis, value in zip("xyz", obj.size):
+                out[f"{obj.name}.s{axis}"] = value
+        return out
+
+    def reference_plan(self, scene: Scene, start: StartPose, seed: int = 0) -> Plan:
+        """The config's reference plan with its expressions evaluated for this scene and start pose."""
+        names = self.names(scene, start, self.targets(seed))
+        actions = []
+        for i, action in enumerate(self.raw["reference"]):
+            try:
+                actions.append({k: v if k in ("type", "reason") else evaluate(v, names) for k, v in action.items()})
+            except ExpressionError as exc:
+                raise TaskError(f"task {self.name}: reference action {i}: {exc}") from None
+        try:
+            return Plan.from_actions(actions, description=f"reference plan of {self.name}", start_pose=start.to_dict())
+        except PlanError as exc:
+            raise TaskError(f"task {self.name}: reference plan: {exc}") from None
+
+    def evaluate(self, rollout: Rollout, scene: Scene, seed: int = 0) -> Evaluation:
+        """The task's own success check and progress score for a rollout of ``scene``."""
+        result = self._check(rollout, scene, self.targets(seed), self.success_params)
+        return Evaluation(bool(result.success), float(np.clip(result.score, 0.0, 1.0)), result.details)

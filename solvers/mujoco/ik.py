@@ -1,0 +1,80 @@
+"""Differential inverse kinematics of the FR3: Cartesian waypoints to joint targets.
+
+The solve is kinematic (a robot-only model, no contacts), so the joint path of a plan depends only on the
+plan and the start configuration: every rollout of a plan commands the same joints, serial or parallel.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, TCP_SITE, load_fr3_spec
+
+__all__ = ["DifferentialIK"]
+
+
+class DifferentialIK:
+    """Damped least squares on the tool-centre point with a null-space pull towards the home posture."""
+
+    def __init__(self, damping: float = 1e-3, posture_gain: float = 0.05, iterations: int = 4,
+                 tolerance: float = 1e-6) -> None:
+        self.model = load_fr3_spec().compile()
+        self.data = mujoco.MjData(self.model)
+        self.site = self.model.site(TCP_SITE).id
+        self.dofs = np.array([self.model.joint(j).dofadr[0] for j in ARM_JOINTS])
+        ranges = np.array([self.model.joint(j).range for j in ARM_JOINTS])
+        margin = 0.02
+        self.lower, self.upper = ranges[:, 0] + margin, ranges[:, 1] - margin
+        self.damping = damping
+        self.posture_gain = posture_gain
+        self.iterations = iterations
+        self.tolerance = tolerance
+        self._jacp = np.zeros((3, self.model.nv))
+        self._jacr = np.zeros((3, self.model.nv))
+        self._quat = np.zeros(4)
+        self._err_quat = np.zeros(4)
+        self._neg = np.zeros(4)
+        self._rot = np.zeros(3)
+
+    def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Tool-centre-point position (m) and quaternion (w, x, y, z) for arm joints ``q`` (rad)."""
+        self.data.qpos[:7] = q
+        mujoco.mj_kinematics(self.model, self.data)
+        mujoco.mju_mat2Quat(self._quat, self.data.site_xmat[self.site])
+        return self.data.site_xpos[self.site].copy(), self._quat.copy()
+
+    def _error(self, pos: np.ndarray, quat: np.ndarray) -> np.ndarray:
+        mujoco.mju_mat2Quat(self._quat, self.data.site_xmat[self.site])
+        mujoco.mju_negQuat(self._neg, self._quat)
+        mujoco.mju_mulQuat(self._err_quat, quat, self._neg)
+        mujoco.mju_quat2Vel(self._rot, self._err_quat, 1.0)
+        return np.concatenate([pos - self.data.site_xpos[self.site], self._rot])
+
+    def solve(self, q0: np.ndarray, positions: np.ndarray, quaternions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Joint targets (T, 7) rad tracking waypoints (T, 3) m and (T, 4), starting from ``q0``; also the
+        position residual (T,) m of each solution."""
+        q = np.array(q0, dtype=float)
+        out = np.empty((len(positions), 7))
+        residual = np.empty(len(positions))
+        eye6 = np.eye(6) * self.damping**2
+        m, d = self.model, self.data
+        for k in range(len(positions)):
+            for _ in range(self.iterations):
+                d.qpos[:7] = q
+                mujoco.mj_kinematics(m, d)
+                err = self._error(positions[k], quaternions[k])
+                if err @ err < self.tolerance**2:
+                    break
+                mujoco.mj_comPos(m, d)
+                mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self.site)
+                jac = np.vstack([self._jacp[:, self.dofs], self._jacr[:, self.dofs]])
+                pinv = jac.T @ np.linalg.inv(jac @ jac.T + eye6)
+                dq = pinv @ err
+                dq += (np.eye(7) - pinv @ jac) @ (self.posture_gain * (HOME_QPOS - q))
+                q = np.clip(q + dq, self.lower, self.upper)
+            d.qpos[:7] = q
+            mujoco.mj_kinematics(m, d)
+            residual[k] = np.linalg.norm(positions[k] - d.site_xpos[self.site])
+            out[k] = q
+        return out, residual

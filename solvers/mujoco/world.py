@@ -1,0 +1,256 @@
+"""The MuJoCo World: the FR3 and rigid objects; exact snapshots; plan rollouts, serial or in parallel.
+
+A rollout expands the plan into waypoints, solves them into joint targets (kinematics only), interpolates
+the targets at every physics step, and steps the physics with ``mujoco.rollout`` (C loop, GIL released).
+Parallel rollouts run one MjData per thread and are bit-identical to the serial path.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+from simpact.actions import Plan, StartPose
+from simpact.rotations import quat_about_z, quat_mul, quat_rotate
+from simpact.scene import RobotStart, Scene
+from simpact.trajectory import MotionLimits, expand_plan
+from solvers.mujoco.ik import DifferentialIK
+from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, ROBOT_PREFIX
+from solvers.mujoco.scene_builder import PhysicsOptions, build_spec
+from solvers.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
+
+__all__ = ["MujocoWorld", "Snapshot"]
+
+Snapshot = np.ndarray
+"""A full integration state (``mjSTATE_INTEGRATION``: physics, controls and the solver's warm start)."""
+
+_INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
+_FULLPHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
+SETTLE_S = 0.3
+"""Time the scene settles under gravity before the initial snapshot, s."""
+
+
+class _Worker:
+    """Per-thread scratch: an MjData and an IK solver."""
+
+    def __init__(self, model: mujoco.MjModel) -> None:
+        self.data = mujoco.MjData(model)
+        self.ik = DifferentialIK()
+
+
+class MujocoWorld:
+    """A Scene in MuJoCo with the robot, ready for rollouts from the initial (settled) snapshot."""
+
+    def __init__(
+        self,
+        scene: Scene,
+        options: PhysicsOptions = PhysicsOptions(),
+        limits: MotionLimits = MotionLimits(),
+        spec: mujoco.MjSpec | None = None,
+    ) -> None:
+        self.scene = scene
+        self.options = options
+        self.limits = limits
+        self.spec = spec if spec is not None else build_spec(scene, options)
+        self.model = self.spec.compile()
+        self.data = mujoco.MjData(self.model)
+        self.substeps = round(limits.control_dt / options.timestep)
+        if not np.isclose(self.substeps * options.timestep, limits.control_dt):
+            raise ValueError(
+                f"control_dt {limits.control_dt} s must be a multiple of the physics step {options.timestep} s"
+            )
+        self.objects: dict[str, int] = {}
+        """Object name -> body id."""
+        self.object_qpos: dict[str, int] = {}
+        self.object_dof: dict[str, int] = {}
+        for obj in scene.objects:
+            body = self.model.body(obj.name)
+            self.objects[obj.name] = body.id
+            if body.jntnum[0] > 0:
+                joint = self.model.joint(body.jntadr[0])
+                self.object_qpos[obj.name] = int(joint.qposadr[0])
+                self.object_dof[obj.name] = int(joint.dofadr[0])
+        self.robot_bodies = frozenset(
+            i for i in range(self.model.nbody) if self.model.body(i).name.startswith(ROBOT_PREFIX)
+        )
+        self._arm_qpos = np.array([self.model.joint(j).qposadr[0] for j in ARM_JOINTS])
+        self._sensor = {
+            name: slice(self.model.sensor(name).adr[0], self.model.sensor(name).adr[0] + self.model.sensor(name).dim[0])
+            for name in ("tcp_pos", "tcp_quat", "finger_joint1", "finger_joint2")
+        }
+        self._local = threading.local()
+        self._pool: ThreadPoolExecutor | None = None
+        self._place_robot(scene.robot)
+        mujoco.mj_step(self.model, self.data, round(SETTLE_S / options.timestep))
+        self.initial_snapshot = self.snapshot()
+
+    # --- state -------------------------------------------------------------------------------------------
+    def snapshot(self, data: mujoco.MjData | None = None) -> Snapshot:
+        """The exact state of ``data`` (default: the world's own), restorable bit for bit."""
+        data = self.data if data is None else data
+        out = np.empty(mujoco.mj_stateSize(self.model, _INTEGRATION))
+        mujoco.mj_getState(self.model, data, out, _INTEGRATION)
+        return out
+
+    def restore(self, snapshot: Snapshot, data: mujoco.MjData | None = None) -> None:
+        """Put ``data`` (default: the world's own) back into ``snapshot`` exactly."""
+        data = self.data if data is None else data
+        mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
+        mujoco.mj_forward(self.model, data)
+
+    def reset(self) -> None:
+        self.restore(self.initial_snapshot)
+
+    def state(self, data: mujoco.MjData | None = None) -> WorldState:
+        """The planner's view of ``data``: tool pose, gripper opening, every object's pose and velocity."""
+        data = self.data if data is None else data
+        mujoco.mj_forward(self.model, data)
+        return self._world_state(float(data.time), data.qpos, data.qvel, data.sensordata)
+
+    def _world_state(self, t: float, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray) -> WorldState:
+        s = self._sensor
+        robot = RobotState(
+            sensordata[s["tcp_pos"]].copy(),
+            sensordata[s["tcp_quat"]].copy(),
+            float(sensordata[s["finger_joint1"]][0] + sensordata[s["finger_joint2"]][0]),
+        )
+        objects = {}
+        for obj in self.scene.objects:
+            if obj.name in self.object_qpos:
+                a, v = self.object_qpos[obj.name], self.object_dof[obj.name]
+                quat = qpos[a + 3 : a + 7].copy()
+                objects[obj.name] = ObjectState(
+                    qpos[a : a + 3].copy(), quat, qvel[v : v + 3].copy(), quat_rotate(quat, qvel[v + 3 : v + 6])
+                )
+            else:
+                zero = np.zeros(3)
+                objects[obj.name] = ObjectState(
+                    np.array(obj.position), np.array(obj.quaternion), zero, zero
+                )
+        return WorldState(t, robot, objects)
+
+    def contacts(self, data: mujoco.MjData | None = None) -> list[tuple[str, str]]:
+        """Body pairs in contact (names sorted within each pair, pairs sorted)."""
+        data = self.data if data is None else data
+        names = set()
+        for i in range(data.ncon):
+            b1 = self.model.geom_bodyid[data.contact.geom1[i]]
+            b2 = self.model.geom_bodyid[data.contact.geom2[i]]
+            pair = sorted((self.model.body(b1).name or "world", self.model.body(b2).name or "world"))
+            names.add((pair[0], pair[1]))
+        return sorted(names)
+
+    # --- robot -------------------------------------------------------------------------------------------
+    def _place_robot(self, start: RobotStart) -> None:
+        """Put the arm at ``start`` (joints by IK from home) with the controllers holding it there."""
+        ik = self._worker().ik
+        _, home_quat = ik.fk(HOME_QPOS)
+        quat = quat_mul(quat_about_z(start.yaw), home_quat)
+        q, residual = ik.solve(HOME_QPOS, np.tile(start.position, (200, 1)), np.tile(quat, (200, 1)))
+        if residual[-1] > 1e-3:
+            raise ValueError(f"robot start position {start.position} is out of reach ({residual[-1]:.3f} m)")
+        width = min(start.gripper_width, 0.08)
+        self.data.qpos[self._arm_qpos] = q[-1]
+        self.data.qpos[7:9] = width / 2
+        self.data.ctrl[:7] = q[-1]
+        self.data.ctrl[7] = width
+        mujoco.mj_forward(self.model, self.data)
+
+    def start_pose(self, snapshot: Snapshot | None = None) -> StartPose:
+        """The commanded tool pose and gripper width in ``snapshot`` (where a plan from it begins)."""
+        data = self._worker().data
+        self.restore(self.initial_snapshot if snapshot is None else snapshot, data)
+        pos, quat = self._worker().ik.fk(data.ctrl[:7])
+        return StartPose(tuple(pos), tuple(quat), float(data.ctrl[7]))  # type: ignore[arg-type]
+
+    # --- rollouts ----------------------------------------------------------------------------------------
+    def _worker(self) -> _Worker:
+        worker = getattr(self._local, "worker", None)
+        if worker is None:
+            worker = self._local.worker = _Worker(self.model)
+        return worker
+
+    def controls(self, plan: Plan, snapshot: Snapshot, tail_s: float = 0.0) -> tuple[Plan, np.ndarray, np.ndarray, float]:
+        """The plan with its start pose, the control at every physics step (N, nu), the index of the last step
+        of each action, and the largest IK residual (m)."""
+        worker = self._worker()
+        data = worker.data
+        mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
+        q0, width0 = data.ctrl[:7].copy(), float(data.ctrl[7])
+        pos, quat = worker.ik.fk(q0)
+        start = StartPose(tuple(pos), tuple(quat), width0)  # type: ignore[arg-type]
+        waypoints = expand_plan(plan, start, self.limits)
+        q, residual = worker.ik.solve(q0, waypoints.position, waypoints.quaternion)
+        targets = np.column_stack([q, waypoints.gripper])
+        previous = np.vstack([np.r_[q0, width0], targets[:-1]])
+        sub = self.substeps
+        frac = (np.arange(1, sub + 1) / sub)[None, :, None]
+        ctrl = (previous[:, None, :] + frac * (targets - previous)[:, None, :]).reshape(-1, targets.shape[1])
+        tail = round(tail_s / self.options.timestep)
+        if tail:
+            ctrl = np.vstack([ctrl, np.tile(ctrl[-1], (tail, 1))])
+        action_end = (waypoints.action_end + 1) * sub - 1
+        return plan.with_start_pose(start), ctrl, action_end, float(residual.max(initial=0.0))
+
+    def rollout(self, plan: Plan, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True) -> Rollout:
+        """Roll ``plan`` out from ``snapshot`` (default: the initial one), then hold still for ``tail_s`` s.
+
+        The world's own state is left untouched; rollouts are deterministic and thread-safe.
+        """
+        t0 = time.perf_counter()
+        snapshot = self.initial_snapshot if snapshot is None else snapshot
+        worker = self._worker()
+        data = worker.data
+        plan, ctrl, action_end, residual = self.controls(plan, snapshot, tail_s)
+        mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
+        mujoco.mj_forward(self.model, data)
+        initial = self._world_state(float(data.time), data.qpos, data.qvel, data.sensordata)
+        full = np.empty(mujoco.mj_stateSize(self.model, _FULLPHYSICS))
+        mujoco.mj_getState(self.model, data, full, _FULLPHYSICS)
+        states, sensordata = mj_rollout.rollout(
+            self.model, data, full[None], ctrl[None], initial_warmstart=data.qacc_warmstart.copy()[None]
+        )
+        states, sensordata = states[0], sensordata[0]
+        nq, nv = self.model.nq, self.model.nv
+        qpos, qvel = states[:, 1 : 1 + nq], states[:, 1 + nq : 1 + nq + nv]
+        ends = [self._world_state(float(states[i, 0]), qpos[i], qvel[i], sensordata[i]) for i in action_end]
+        final = self._world_state(float(states[-1, 0]), qpos[-1], qvel[-1], sensordata[-1])
+        mujoco.mj_forward(self.model, data)
+        s = self._sensor
+        record = None
+        if trace:
+            record = Trace(
+                time=states[:, 0],
+                qpos=qpos,
+                qvel=qvel,
+                ctrl=ctrl,
+                tcp_position=sensordata[:, s["tcp_pos"]],
+                tcp_quaternion=sensordata[:, s["tcp_quat"]],
+                gripper_width=sensordata[:, s["finger_joint1"]][:, 0] + sensordata[:, s["finger_joint2"]][:, 0],
+                object_qpos=dict(self.object_qpos),
+            )
+        return Rollout(plan, initial, ends, final, record, self.contacts(data), residual, len(ctrl),
+                       time.perf_counter() - t0)
+
+    def rollouts(
+        self,
+        plans: Sequence[Plan],
+        snapshot: Snapshot | None = None,
+        tail_s: float = 0.0,
+        trace: bool = True,
+        nthread: int | None = None,
+    ) -> list[Rollout]:
+        """Roll out every plan from the same snapshot, one thread per core; equal bit for bit to serial calls."""
+        nthread = nthread or os.cpu_count() or 1
+        if nthread == 1 or len(plans) == 1:
+            return [self.rollout(p, snapshot, tail_s, trace) for p in plans]
+        if self._pool is None or self._pool._max_workers != nthread:
+            self._pool = ThreadPoolExecutor(nthread, thread_name_prefix="simpact-rollout")
+        return list(self._pool.map(lambda p: self.rollout(p, snapshot, tail_s, trace), plans))

@@ -1,0 +1,134 @@
+"""What a rollout returns, independent of the solver: states at the end of each action and a per-step trace.
+
+Frames and units: world = robot base frame, metres, seconds, radians; quaternions (w, x, y, z); velocities in
+the world frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simpact.actions import Plan
+from simpact.rotations import quat_to_rpy
+
+__all__ = ["ObjectState", "RobotState", "Rollout", "Trace", "WorldState"]
+
+
+def _round(values: np.ndarray, digits: int = 5) -> list[float]:
+    return [round(float(v), digits) for v in values]
+
+
+@dataclass(frozen=True)
+class ObjectState:
+    """6-DoF pose and velocity of one rigid object."""
+
+    position: np.ndarray
+    quaternion: np.ndarray
+    linear_velocity: np.ndarray
+    angular_velocity: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "position": _round(self.position),
+            "quaternion": _round(self.quaternion),
+            "rpy": _round(quat_to_rpy(self.quaternion)),
+            "linear_velocity": _round(self.linear_velocity),
+            "angular_velocity": _round(self.angular_velocity),
+        }
+
+
+@dataclass(frozen=True)
+class RobotState:
+    """Tool-centre point pose and gripper opening (m)."""
+
+    tcp_position: np.ndarray
+    tcp_quaternion: np.ndarray
+    gripper_width: float
+
+    @property
+    def tcp_rpy(self) -> np.ndarray:
+        return quat_to_rpy(self.tcp_quaternion)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tcp_position": _round(self.tcp_position),
+            "tcp_rpy": _round(self.tcp_rpy),
+            "gripper_width": round(float(self.gripper_width), 5),
+        }
+
+
+@dataclass(frozen=True)
+class WorldState:
+    """The state the planner reasons about at one instant."""
+
+    time: float
+    robot: RobotState
+    objects: dict[str, ObjectState]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "time": round(self.time, 4),
+            "robot": self.robot.to_dict(),
+            "objects": {k: v.to_dict() for k, v in self.objects.items()},
+        }
+
+
+@dataclass
+class Trace:
+    """Every physics step of a rollout: ``time`` (T,) s, ``qpos`` (T, nq), ``qvel`` (T, nv), ``ctrl`` (T, nu),
+    ``tcp_position`` (T, 3) m, ``tcp_quaternion`` (T, 4), ``gripper_width`` (T,) m. ``object_qpos`` maps an
+    object name to the qpos address of its free joint (7 values: position, quaternion)."""
+
+    time: np.ndarray
+    qpos: np.ndarray
+    qvel: np.ndarray
+    ctrl: np.ndarray
+    tcp_position: np.ndarray
+    tcp_quaternion: np.ndarray
+    gripper_width: np.ndarray
+    object_qpos: dict[str, int] = field(default_factory=dict)
+
+    def object_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (T, 3) and quaternions (T, 4) of a free object over the rollout."""
+        adr = self.object_qpos[name]
+        return self.qpos[:, adr : adr + 3], self.qpos[:, adr + 3 : adr + 7]
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+
+@dataclass
+class Rollout:
+    """A plan rolled out from a snapshot.
+
+    ``states[i]`` is the world at the end of action i (after its settle hold); ``final`` is the world after the
+    extra ``tail_s`` of holding still that success checks use; ``plan`` carries the ``start_pose`` it began from.
+    """
+
+    plan: Plan
+    initial: WorldState
+    states: list[WorldState]
+    final: WorldState
+    trace: Trace | None
+    final_contacts: list[tuple[str, str]]
+    ik_residual_max: float
+    """Largest distance between a waypoint and the joint target's forward kinematics, m."""
+    nsteps: int
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.to_dict(),
+            "initial": self.initial.to_dict(),
+            "states": [
+                {"action": str(a), **s.to_dict()} for a, s in zip(self.plan.actions, self.states)
+            ],
+            "final": self.final.to_dict(),
+            "final_contacts": [list(c) for c in self.final_contacts],
+            "ik_residual_max": round(self.ik_residual_max, 6),
+            "nsteps": self.nsteps,
+            "wall_s": round(self.wall_s, 4),
+        }
