@@ -350,10 +350,12 @@ class Renderer:
         T[:3, 3] = data.cam_xpos[self._camera_id]
         return T
 
-    def render_rgb(self, data: mujoco.MjData) -> np.ndarray:
-        """(H, W, 3) uint8 colour image only (one GL pass), e.g. for videos. ``data`` must be forwarded."""
+    def render_rgb(self, data: mujoco.MjData, shadows: bool = True) -> np.ndarray:
+        """(H, W, 3) uint8 colour image only (one GL pass), e.g. for videos. ``data`` must be forwarded.
+        Without ``shadows`` it renders about 5x faster on a CPU (llvmpipe)."""
         r = self._gl()
         r.update_scene(data, camera=self._camera_name)
+        r.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
         r.disable_depth_rendering()
         r.disable_segmentation_rendering()
         return np.asarray(r.render(), dtype=np.uint8)

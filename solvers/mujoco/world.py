@@ -22,6 +22,7 @@ from simpact.rotations import quat_about_z, quat_mul, quat_rotate
 from simpact.scene import RobotStart, Scene
 from simpact.trajectory import MotionLimits, expand_plan
 from solvers.mujoco.ik import DifferentialIK
+from solvers.mujoco.render import CameraSpec, add_camera
 from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, ROBOT_PREFIX
 from solvers.mujoco.scene_builder import PhysicsOptions, build_spec
 from solvers.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
@@ -33,6 +34,11 @@ Snapshot = np.ndarray
 
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 _FULLPHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
+VIDEO_CAMERA = CameraSpec.look_at(
+    (1.0, -0.75, 0.6), (0.55, 0.0, 0.08), width=400, height=300,
+    K=np.array([[330.0, 0.0, 199.5], [0.0, 330.0, 149.5], [0.0, 0.0, 1.0]]),
+)
+"""An oblique, smaller view for rollout videos (rendering cost grows with pixels)."""
 SETTLE_S = 0.3
 """Time the scene settles under gravity before the initial snapshot, s."""
 
@@ -53,12 +59,16 @@ class MujocoWorld:
         scene: Scene,
         options: PhysicsOptions = PhysicsOptions(),
         limits: MotionLimits = MotionLimits(),
-        spec: mujoco.MjSpec | None = None,
+        camera: CameraSpec | None = None,
     ) -> None:
         self.scene = scene
         self.options = options
         self.limits = limits
-        self.spec = spec if spec is not None else build_spec(scene, options)
+        self.camera = camera if camera is not None else CameraSpec()
+        """The rendering camera, added to the model as ``simpact_camera``."""
+        self.spec = build_spec(scene, options)
+        add_camera(self.spec, self.camera)
+        add_camera(self.spec, VIDEO_CAMERA, name="simpact_video")
         self.model = self.spec.compile()
         self.data = mujoco.MjData(self.model)
         self.substeps = round(limits.control_dt / options.timestep)
@@ -187,7 +197,7 @@ class MujocoWorld:
         pos, quat = worker.ik.fk(q0)
         start = StartPose(tuple(pos), tuple(quat), width0)  # type: ignore[arg-type]
         waypoints = expand_plan(plan, start, self.limits)
-        q, residual = worker.ik.solve(q0, waypoints.position, waypoints.quaternion)
+        q, residual = worker.ik.solve_path(q0, waypoints.position, waypoints.quaternion, keep=waypoints.action_end)
         targets = np.column_stack([q, waypoints.gripper])
         previous = np.vstack([np.r_[q0, width0], targets[:-1]])
         sub = self.substeps

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up SIMPACT on a fresh machine: system libraries, the virtual environment, the project.
+#   scripts/setup.sh [EXTRAS]      e.g. scripts/setup.sh dev
+# System libraries: EGL (offscreen rendering) and libusb-1.0 (open3d, pyrealsense2). They are installed
+# with apt-get when missing and we may (root, or sudo without a password); otherwise we stop and print
+# the exact command to run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-}"
+venv="${VENV:-.venv}"
+python="${PYTHON:-python3}"
+
+missing=()
+have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
+have_lib 'libEGL.so.1' || missing+=(libegl1)
+have_lib 'libEGL_mesa.so.0' || missing+=(libegl-mesa0 libgl1-mesa-dri)
+have_lib 'libusb-1.0.so.0' || missing+=(libusb-1.0-0)
+if ((${#missing[@]})); then
+  cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    echo "setup: installing system libraries: ${missing[*]}"
+    sh -c "$cmd" >/dev/null
+  elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+    echo "setup: installing system libraries with sudo: ${missing[*]}"
+    sudo sh -c "$cmd" >/dev/null
+  else
+    echo "setup: missing system libraries ${missing[*]}; please run:" >&2
+    echo "  sudo sh -c '$cmd'" >&2
+    exit 1
+  fi
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating $venv"
+  "$python" -m venv "$venv"
+fi
+spec="."
+[ -n "$extras" ] && spec=".[$extras]"
+echo "setup: installing simpact$([ -n "$extras" ] && echo "[$extras]") into $venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" 2>&1 \
+  | grep -v "is ignored: it is neither a file nor a directory" || true
+"$venv/bin/python" -c "import simpact, solvers, real2sim, robot" \
+  || { echo "setup: the install is broken" >&2; exit 1; }

@@ -1,0 +1,90 @@
+"""The `simpact` command's contract: verbs, result files, exit statuses."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from real2sim.frame import read_frame_bundle
+from simpact.actions import load_plan
+from simpact.cli import main
+from simpact.tasks import list_tasks
+
+
+def test_tasks_lists_every_config(capsys):
+    assert main(["tasks"]) == 0
+    names = capsys.readouterr().out.split()
+    assert names == list_tasks()
+    assert {"non_toppling_push", "bowl_stacking", "pivoting", "avoid_obstacle", "sweeping"} <= set(names)
+
+
+def test_rollout_reference_writes_result_and_plan(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["rollout", "non_toppling_push", "--plan", "reference", "--out", str(out)]) == 0
+    assert "non_toppling_push seed 0: success" in capsys.readouterr().out
+    result = json.loads((out / "result.json").read_text())
+    assert result["success"] is True
+    assert 0.0 <= result["score"] <= 1.0
+    assert set(result["final_state"]) == {"carton", "blue_box"}
+    assert len(result["final_state"]["carton"]["quaternion"]) == 4
+    assert result["wall_s"] > 0
+    plan = load_plan(out / "plan.json")
+    assert plan.start_pose is not None and len(plan.actions) == len(result["states"])
+
+
+def test_rollout_of_a_plan_file_with_video(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"actions": [{"type": "MOVE", "dx": 0.05, "dy": 0.0, "dz": -0.05}]}))
+    out = tmp_path / "run"
+    assert main(["rollout", "non_toppling_push", "--plan", str(plan), "--video", "--out", str(out)]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["success"] is False  # nothing was pushed
+    assert (out / "rollout.mp4").stat().st_size > 1000
+    assert load_plan(out / "plan.json").start_pose is not None
+
+
+def test_render_writes_a_frame_bundle_that_loads_back(tmp_path):
+    from simpact.tasks import load_task
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.world import MujocoWorld
+
+    assert main(["render", "non_toppling_push", "--seed", "3", "--out", str(tmp_path / "frame")]) == 0
+    frame = read_frame_bundle(tmp_path / "frame")
+    task = load_task("non_toppling_push")
+    expected = render_frame(MujocoWorld(task.scene(3)))
+    assert np.array_equal(frame.rgb, expected.rgb)
+    assert np.array_equal(frame.depth, expected.depth)
+    assert np.array_equal(frame.masks, expected.masks)
+    assert np.array_equal(frame.K, expected.K) and np.array_equal(frame.T_base_cam, expected.T_base_cam)
+    assert frame.mask_names == {1: "carton", 2: "blue_box"}
+    assert (frame.masks == 1).sum() > 500
+    meta = json.loads((tmp_path / "frame" / "frame.json").read_text())
+    assert (meta["width"], meta["height"]) == (640, 480)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["rollout", "no_such_task", "--plan", "reference"], "unknown task 'no_such_task'"),
+        (["rollout", "non_toppling_push", "--plan", "missing.json"], "missing.json does not exist"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_bad_plan_file_is_refused_before_simulating(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"actions": [{"type": "PUSH", "dx": "far", "dy": 0}]}))
+    assert main(["rollout", "non_toppling_push", "--plan", str(plan), "--out", str(tmp_path / "o")]) == 2
+    assert "action 0 (PUSH): field 'dx' must be a number" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_console_script_runs():
+    done = subprocess.run([sys.executable, "-m", "simpact.cli", "tasks"], capture_output=True, text=True)
+    assert done.returncode == 0 and "non_toppling_push" in done.stdout
