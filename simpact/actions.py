@@ -62,7 +62,8 @@ ACTION_SPECS: dict[str, ActionSpec] = {
 
 @dataclass(frozen=True)
 class Action:
-    """One validated symbolic action: ``type`` and its parameters (metres, radians); ``extra`` is kept verbatim."""
+    """One validated symbolic action: ``type`` and its parameters (metres, radians); ``extra`` is kept
+    verbatim."""
 
     type: str
     params: Mapping[str, float]
@@ -75,7 +76,9 @@ class Action:
             raise PlanError(f"action {index}: expected an object like {{'type': 'MOVE', ...}}, got {raw!r}")
         kind = raw.get("type")
         if not isinstance(kind, str) or kind.upper() not in ACTION_SPECS:
-            raise PlanError(f"action {index}: unknown type {kind!r}; expected one of {', '.join(ACTION_SPECS)}")
+            raise PlanError(
+                f"action {index}: unknown type {kind!r}; expected one of {', '.join(ACTION_SPECS)}"
+            )
         kind = kind.upper()
         spec = ACTION_SPECS[kind]
         params: dict[str, float] = {}

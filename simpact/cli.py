@@ -80,8 +80,10 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     }
     write_json(out / "result.json", result)
     verdict = "success" if evaluation.success else "failure"
-    print(f"{task.name} seed {args.seed}: {verdict}, score {evaluation.score:.3f}, "
-          f"{result['sim_time_s']} s simulated in {result['wall_s']} s -> {out / 'result.json'}")
+    print(
+        f"{task.name} seed {args.seed}: {verdict}, score {evaluation.score:.3f}, "
+        f"{result['sim_time_s']} s simulated in {result['wall_s']} s -> {out / 'result.json'}"
+    )
 
 
 def cmd_render(args: argparse.Namespace) -> None:
@@ -92,8 +94,10 @@ def cmd_render(args: argparse.Namespace) -> None:
     frame = render_frame(world)
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
     out = write_frame_bundle(frame, args.out)
-    print(f"{task.name} seed {args.seed}: {frame.width}x{frame.height} frame with "
-          f"{len(frame.mask_names)} object masks -> {out}")
+    print(
+        f"{task.name} seed {args.seed}: {frame.width}x{frame.height} frame with "
+        f"{len(frame.mask_names)} object masks -> {out}"
+    )
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
@@ -101,8 +105,10 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
     result = run_perf(task_name=args.task, k=args.k, repeats=args.repeats)
     out = write_json(Path(args.out) / "result.json", result)
-    print(f"bench perf on {result['task']}: rollout_vs_bare_ratio {result['rollout_vs_bare_ratio']:.2f}, "
-          f"parallel_speedup {result['parallel_speedup']:.2f} on {result['threads']} threads -> {out}")
+    print(
+        f"bench perf on {result['task']}: rollout_vs_bare_ratio {result['rollout_vs_bare_ratio']:.2f}, "
+        f"parallel_speedup {result['parallel_speedup']:.2f} on {result['threads']} threads -> {out}"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("rollout", help="roll a plan out on a task and judge it")
     p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
-    p.add_argument("--plan", required=True, help="plan JSON file, or 'reference' for the task's reference plan")
+    p.add_argument(
+        "--plan", required=True, help="plan JSON file, or 'reference' for the task's reference plan"
+    )
     p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument("--video", action="store_true", help="also write rollout.mp4")
     p.add_argument("--out", required=True, help="output directory")

@@ -26,7 +26,11 @@ _BINARY: dict[type, Callable[[float, float], float]] = {
     ast.Div: operator.truediv,
 }
 _FUNCTIONS: dict[str, Callable[..., float]] = {
-    "abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "atan2": math.atan2,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "sqrt": math.sqrt,
+    "atan2": math.atan2,
 }
 
 

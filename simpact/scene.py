@@ -17,7 +17,8 @@ __all__ = ["RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
 
 SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
 """Primitive shapes, a procedural bowl, or a mesh file. Sizes: box = full edge lengths (x, y, z); cylinder =
-(radius, height); sphere = (radius,); bowl = (outer radius, height, wall thickness); mesh = scale (x, y, z)."""
+(radius, height); sphere = (radius,); bowl = (outer radius, height, wall thickness); mesh = scale
+(x, y, z)."""
 
 
 class SceneError(ValueError):
@@ -57,7 +58,9 @@ class SceneObject:
             raise SceneError(f"{label}: shape 'mesh' needs a 'mesh' file")
         need = {"box": 3, "cylinder": 2, "sphere": 1, "bowl": 3, "mesh": 3}[self.shape]
         if len(self.size) != need or not all(np.isfinite(self.size)) or min(self.size) <= 0:
-            raise SceneError(f"{label}: size must be {need} positive numbers for a {self.shape}, got {self.size}")
+            raise SceneError(
+                f"{label}: size must be {need} positive numbers for a {self.shape}, got {self.size}"
+            )
         if len(self.position) != 3 or not all(np.isfinite(self.position)):
             raise SceneError(f"{label}: position must be 3 finite numbers, got {self.position}")
         q = np.asarray(self.quaternion, dtype=float)
@@ -147,8 +150,11 @@ class Scene:
     def to_dict(self) -> dict[str, Any]:
         return {
             "objects": [o.to_dict() for o in self.objects],
-            "robot": {"position": list(self.robot.position), "yaw": self.robot.yaw,
-                      "gripper_width": self.robot.gripper_width},
+            "robot": {
+                "position": list(self.robot.position),
+                "yaw": self.robot.yaw,
+                "gripper_width": self.robot.gripper_width,
+            },
             "table_size": list(self.table_size),
             "table_friction": self.table_friction,
         }

@@ -45,8 +45,9 @@ class Evaluation:
 
 
 class Check(Protocol):
-    def __call__(self, rollout: Rollout, scene: Scene, targets: Mapping[str, float],
-                 params: Mapping[str, Any]) -> Evaluation: ...
+    def __call__(
+        self, rollout: Rollout, scene: Scene, targets: Mapping[str, float], params: Mapping[str, Any]
+    ) -> Evaluation: ...
 
 
 def tasks_dir() -> Path:
@@ -152,11 +153,15 @@ class Task:
         actions = []
         for i, action in enumerate(self.raw["reference"]):
             try:
-                actions.append({k: v if k in ("type", "reason") else evaluate(v, names) for k, v in action.items()})
+                actions.append(
+                    {k: v if k in ("type", "reason") else evaluate(v, names) for k, v in action.items()}
+                )
             except ExpressionError as exc:
                 raise TaskError(f"task {self.name}: reference action {i}: {exc}") from None
         try:
-            return Plan.from_actions(actions, description=f"reference plan of {self.name}", start_pose=start.to_dict())
+            return Plan.from_actions(
+                actions, description=f"reference plan of {self.name}", start_pose=start.to_dict()
+            )
         except PlanError as exc:
             raise TaskError(f"task {self.name}: reference plan: {exc}") from None
 

@@ -104,8 +104,9 @@ class Trace:
 class Rollout:
     """A plan rolled out from a snapshot.
 
-    ``states[i]`` is the world at the end of action i (after its settle hold); ``final`` is the world after the
-    extra ``tail_s`` of holding still that success checks use; ``plan`` carries the ``start_pose`` it began from.
+    ``states[i]`` is the world at the end of action i (after its settle hold); ``final`` is the world after
+    the extra ``tail_s`` of holding still that success checks use; ``plan`` carries the ``start_pose`` it
+    began from.
     """
 
     plan: Plan
@@ -123,9 +124,7 @@ class Rollout:
         return {
             "plan": self.plan.to_dict(),
             "initial": self.initial.to_dict(),
-            "states": [
-                {"action": str(a), **s.to_dict()} for a, s in zip(self.plan.actions, self.states)
-            ],
+            "states": [{"action": str(a), **s.to_dict()} for a, s in zip(self.plan.actions, self.states)],
             "final": self.final.to_dict(),
             "final_contacts": [list(c) for c in self.final_contacts],
             "ik_residual_max": round(self.ik_residual_max, 6),

@@ -11,9 +11,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_wheel_ships_packages_configs_and_prompts(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-         str(ROOT)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
     )
     wheel = next(tmp_path.glob("simpact-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -23,11 +34,16 @@ def test_wheel_ships_packages_configs_and_prompts(tmp_path):
     assert any(n.startswith("simpact/prompts/") for n in names)
 
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
     env = {**os.environ, "PYTHONPATH": str(target)}
     probe = "import simpact, simpact.tasks as t; print(simpact.__file__); print(' '.join(t.list_tasks()))"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     where, tasks = done.stdout.splitlines()
     assert where.startswith(str(target))

@@ -73,7 +73,9 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 3
     parallel_s = _best(lambda: world.rollouts(plans, nthread=threads), repeats)
     parallel = world.rollouts(plans, nthread=threads)
     identical = all(
-        a.trace is not None and b.trace is not None and np.array_equal(a.trace.qpos, b.trace.qpos)
+        a.trace is not None
+        and b.trace is not None
+        and np.array_equal(a.trace.qpos, b.trace.qpos)
         and np.array_equal(a.trace.qvel, b.trace.qvel)
         for a, b in zip(serial, parallel)
     )

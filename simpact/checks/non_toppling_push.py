@@ -13,7 +13,9 @@ from simpact.tasks import Evaluation
 from solvers.rollout import Rollout
 
 
-def check(rollout: Rollout, scene: Scene, targets: Mapping[str, float], params: Mapping[str, Any]) -> Evaluation:
+def check(
+    rollout: Rollout, scene: Scene, targets: Mapping[str, float], params: Mapping[str, Any]
+) -> Evaluation:
     """Success: centre within ``tolerance`` m of the target line along ``axis``; tilt below ``max_tilt_deg``
     throughout, and still upright in the last second with no robot contact."""
     name = params["object"]
@@ -28,12 +30,21 @@ def check(rollout: Rollout, scene: Scene, targets: Mapping[str, float], params: 
     max_tilt = float(tilt.max())
     start = float(rollout.initial.objects[name].position[axis])
     travelled = abs(start - target) - error
-    success = error <= params["tolerance"] and max_tilt < params["max_tilt_deg"] and not robot_touches(rollout, name)
+    success = (
+        error <= params["tolerance"]
+        and max_tilt < params["max_tilt_deg"]
+        and not robot_touches(rollout, name)
+    )
     upright = float(np.clip(1.0 - max_tilt / 90.0, 0.0, 1.0))
     score = upright * progress(error, 0.05)
     return Evaluation(
         bool(success),
         score,
-        {"error_m": error, "max_tilt_deg": max_tilt, "tilt_last_1s_deg": upright_end, "travelled_m": travelled,
-         "robot_touching": robot_touches(rollout, name)},
+        {
+            "error_m": error,
+            "max_tilt_deg": max_tilt,
+            "tilt_last_1s_deg": upright_end,
+            "travelled_m": travelled,
+            "robot_touching": robot_touches(rollout, name),
+        },
     )

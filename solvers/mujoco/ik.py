@@ -17,8 +17,9 @@ __all__ = ["DifferentialIK"]
 class DifferentialIK:
     """Damped least squares on the tool-centre point with a null-space pull towards the home posture."""
 
-    def __init__(self, damping: float = 1e-3, posture_gain: float = 0.05, iterations: int = 4,
-                 tolerance: float = 1e-5) -> None:
+    def __init__(
+        self, damping: float = 1e-3, posture_gain: float = 0.05, iterations: int = 4, tolerance: float = 1e-5
+    ) -> None:
         self.model = load_fr3_spec().compile()
         self.data = mujoco.MjData(self.model)
         self.site = self.model.site(TCP_SITE).id
@@ -51,8 +52,14 @@ class DifferentialIK:
         mujoco.mju_quat2Vel(self._rot, self._err_quat, 1.0)
         return np.concatenate([pos - self.data.site_xpos[self.site], self._rot])
 
-    def solve_path(self, q0: np.ndarray, positions: np.ndarray, quaternions: np.ndarray, stride: int = 4,
-                   keep: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def solve_path(
+        self,
+        q0: np.ndarray,
+        positions: np.ndarray,
+        quaternions: np.ndarray,
+        stride: int = 4,
+        keep: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Joint targets (T, 7) for a dense path: solved exactly every ``stride`` waypoints, at the last one
         and at the indices in ``keep``, and interpolated linearly in joint space in between (waypoints a few
         millimetres apart: the interpolation stays within micrometres of the path). Returns the targets and
@@ -65,7 +72,9 @@ class DifferentialIK:
         q = np.column_stack([np.interp(index, nodes, q_nodes[:, j]) for j in range(7)])
         return q, residual
 
-    def solve(self, q0: np.ndarray, positions: np.ndarray, quaternions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def solve(
+        self, q0: np.ndarray, positions: np.ndarray, quaternions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Joint targets (T, 7) rad tracking waypoints (T, 3) m and (T, 4), starting from ``q0``; also the
         position residual (T,) m of each solution."""
         q = np.array(q0, dtype=float)
@@ -75,8 +84,10 @@ class DifferentialIK:
         jac = np.empty((6, 7))
         m, d = self.model, self.data
         for k in range(len(positions)):
-            if k and np.array_equal(positions[k], positions[k - 1]) and np.array_equal(
-                quaternions[k], quaternions[k - 1]
+            if (
+                k
+                and np.array_equal(positions[k], positions[k - 1])
+                and np.array_equal(quaternions[k], quaternions[k - 1])
             ):
                 out[k], residual[k] = out[k - 1], residual[k - 1]  # a hold: same target, same solution
                 continue

@@ -55,6 +55,8 @@ def load_mesh(path: str | Path, scale: tuple[float, float, float] = (1.0, 1.0, 1
     if not path.exists():
         raise FileNotFoundError(f"mesh file {path} does not exist")
     mesh = trimesh.load(path, force="mesh")
+    if not isinstance(mesh, trimesh.Trimesh) or len(mesh.faces) == 0:
+        raise ValueError(f"mesh file {path} holds no triangle mesh")
     mesh.apply_scale(np.asarray(scale, dtype=float))
     return mesh
 
@@ -84,9 +86,7 @@ def convex_parts(mesh: trimesh.Trimesh) -> ConvexParts:
     if path.exists():
         with np.load(path) as data:
             n = int(data["count"])
-            return ConvexParts(
-                tuple(data[f"v{i}"] for i in range(n)), tuple(data[f"f{i}"] for i in range(n))
-            )
+            return ConvexParts(tuple(data[f"v{i}"] for i in range(n)), tuple(data[f"f{i}"] for i in range(n)))
     import coacd
 
     coacd.set_log_level("error")

@@ -31,7 +31,10 @@ def write_rollout_video(world: MujocoWorld, trace: Trace, path: str | Path, fps:
     data = mujoco.MjData(world.model)
     times = np.arange(trace.time[0], trace.time[-1] + 1e-9, 1.0 / fps)
     rows = np.minimum(np.searchsorted(trace.time, times), len(trace) - 1)
-    with Renderer(world.model, "simpact_video", VIDEO_CAMERA) as renderer, VideoWriter(path, fps=fps) as video:
+    with (
+        Renderer(world.model, "simpact_video", VIDEO_CAMERA) as renderer,
+        VideoWriter(path, fps=fps) as video,
+    ):
         for row in rows:
             data.qpos[:] = trace.qpos[row]
             mujoco.mj_kinematics(world.model, data)

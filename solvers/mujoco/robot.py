@@ -84,10 +84,15 @@ def load_fr3_spec() -> mujoco.MjSpec:
                 geom.friction = list(FINGER_FRICTION)
                 geom.condim = 4
                 geom.priority = 1
-    for name, kind in (("tcp_pos", mujoco.mjtSensor.mjSENS_FRAMEPOS), ("tcp_quat", mujoco.mjtSensor.mjSENS_FRAMEQUAT)):
+    for name, kind in (
+        ("tcp_pos", mujoco.mjtSensor.mjSENS_FRAMEPOS),
+        ("tcp_quat", mujoco.mjtSensor.mjSENS_FRAMEQUAT),
+    ):
         spec.add_sensor(name=name, type=kind, objtype=mujoco.mjtObj.mjOBJ_SITE, objname=TCP_SITE)
     for name in FINGER_JOINTS:
-        spec.add_sensor(name=name, type=mujoco.mjtSensor.mjSENS_JOINTPOS, objtype=mujoco.mjtObj.mjOBJ_JOINT, objname=name)
+        spec.add_sensor(
+            name=name, type=mujoco.mjtSensor.mjSENS_JOINTPOS, objtype=mujoco.mjtObj.mjOBJ_JOINT, objname=name
+        )
     while spec.keys:
         spec.delete(spec.keys[0])
     return spec

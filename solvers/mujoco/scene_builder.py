@@ -40,7 +40,8 @@ class PhysicsOptions:
 def object_mesh(obj: SceneObject) -> trimesh.Trimesh | None:
     """The triangle mesh of a bowl or mesh object in its body frame; None for primitives."""
     if obj.shape == "bowl":
-        return bowl_mesh(*obj.size)
+        radius, height, wall = obj.size
+        return bowl_mesh(radius, height, wall)
     if obj.shape == "mesh":
         assert obj.mesh is not None
         return load_mesh(obj.mesh, obj.size)  # type: ignore[arg-type]
@@ -72,8 +73,17 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
     visual = spec.add_mesh(name=f"{obj.name}_visual")
     visual.uservert = np.asarray(mesh.vertices, dtype=np.float32).ravel().tolist()
     visual.userface = np.asarray(mesh.faces, dtype=np.int32).ravel().tolist()
-    body.add_geom(name=obj.name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=visual.name,
-                  rgba=list(obj.rgba), contype=0, conaffinity=0, group=2, density=0, mass=0)
+    body.add_geom(
+        name=obj.name,
+        type=mujoco.mjtGeom.mjGEOM_MESH,
+        meshname=visual.name,
+        rgba=list(obj.rgba),
+        contype=0,
+        conaffinity=0,
+        group=2,
+        density=0,
+        mass=0,
+    )
     if not obj.collides:
         return
     decompose = obj.convex_decomposition if obj.convex_decomposition is not None else True
@@ -83,8 +93,15 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
         part = spec.add_mesh(name=f"{obj.name}_part{i}")
         part.uservert = np.asarray(verts, dtype=np.float32).ravel().tolist()
         part.userface = np.asarray(faces, dtype=np.int32).ravel().tolist()
-        body.add_geom(name=f"{obj.name}_part{i}", type=mujoco.mjtGeom.mjGEOM_MESH, meshname=part.name,
-                      group=3, density=0, mass=0, **{**common, "rgba": [0, 0, 0, 0]})
+        body.add_geom(
+            name=f"{obj.name}_part{i}",
+            type=mujoco.mjtGeom.mjGEOM_MESH,
+            meshname=part.name,
+            group=3,
+            density=0,
+            mass=0,
+            **{**common, "rgba": [0, 0, 0, 0]},
+        )
     if not obj.fixed:
         # Inertia of the whole (watertight) mesh, scaled to the object's mass.
         props = mesh.copy()
@@ -93,8 +110,14 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
         body.mass = obj.mass
         body.ipos = props.center_mass.tolist()
         inertia = props.moment_inertia
-        body.fullinertia = [inertia[0, 0], inertia[1, 1], inertia[2, 2],
-                            inertia[0, 1], inertia[0, 2], inertia[1, 2]]
+        body.fullinertia = [
+            inertia[0, 0],
+            inertia[1, 1],
+            inertia[2, 2],
+            inertia[0, 1],
+            inertia[0, 2],
+            inertia[1, 2],
+        ]
 
 
 def build_spec(scene: Scene, options: PhysicsOptions = PhysicsOptions()) -> mujoco.MjSpec:

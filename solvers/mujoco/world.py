@@ -35,7 +35,10 @@ Snapshot = np.ndarray
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
 _FULLPHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 VIDEO_CAMERA = CameraSpec.look_at(
-    (1.0, -0.75, 0.6), (0.55, 0.0, 0.08), width=400, height=300,
+    (1.0, -0.75, 0.6),
+    (0.55, 0.0, 0.08),
+    width=400,
+    height=300,
     K=np.array([[330.0, 0.0, 199.5], [0.0, 330.0, 149.5], [0.0, 0.0, 1.0]]),
 )
 """An oblique, smaller view for rollout videos (rendering cost grows with pixels)."""
@@ -74,7 +77,8 @@ class MujocoWorld:
         self.substeps = round(limits.control_dt / options.timestep)
         if not np.isclose(self.substeps * options.timestep, limits.control_dt):
             raise ValueError(
-                f"control_dt {limits.control_dt} s must be a multiple of the physics step {options.timestep} s"
+                f"control_dt {limits.control_dt} s must be a multiple of the physics step "
+                f"{options.timestep} s"
             )
         self.objects: dict[str, int] = {}
         """Object name -> body id."""
@@ -92,7 +96,10 @@ class MujocoWorld:
         )
         self._arm_qpos = np.array([self.model.joint(j).qposadr[0] for j in ARM_JOINTS])
         self._sensor = {
-            name: slice(self.model.sensor(name).adr[0], self.model.sensor(name).adr[0] + self.model.sensor(name).dim[0])
+            name: slice(
+                self.model.sensor(name).adr[0],
+                self.model.sensor(name).adr[0] + self.model.sensor(name).dim[0],
+            )
             for name in ("tcp_pos", "tcp_quat", "finger_joint1", "finger_joint2")
         }
         self._local = threading.local()
@@ -124,7 +131,9 @@ class MujocoWorld:
         mujoco.mj_forward(self.model, data)
         return self._world_state(float(data.time), data.qpos, data.qvel, data.sensordata)
 
-    def _world_state(self, t: float, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray) -> WorldState:
+    def _world_state(
+        self, t: float, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray
+    ) -> WorldState:
         s = self._sensor
         robot = RobotState(
             sensordata[s["tcp_pos"]].copy(),
@@ -137,13 +146,14 @@ class MujocoWorld:
                 a, v = self.object_qpos[obj.name], self.object_dof[obj.name]
                 quat = qpos[a + 3 : a + 7].copy()
                 objects[obj.name] = ObjectState(
-                    qpos[a : a + 3].copy(), quat, qvel[v : v + 3].copy(), quat_rotate(quat, qvel[v + 3 : v + 6])
+                    qpos[a : a + 3].copy(),
+                    quat,
+                    qvel[v : v + 3].copy(),
+                    quat_rotate(quat, qvel[v + 3 : v + 6]),
                 )
             else:
                 zero = np.zeros(3)
-                objects[obj.name] = ObjectState(
-                    np.array(obj.position), np.array(obj.quaternion), zero, zero
-                )
+                objects[obj.name] = ObjectState(np.array(obj.position), np.array(obj.quaternion), zero, zero)
         return WorldState(t, robot, objects)
 
     def contacts(self, data: mujoco.MjData | None = None) -> list[tuple[str, str]]:
@@ -176,9 +186,18 @@ class MujocoWorld:
     def start_pose(self, snapshot: Snapshot | None = None) -> StartPose:
         """The commanded tool pose and gripper width in ``snapshot`` (where a plan from it begins)."""
         data = self._worker().data
-        self.restore(self.initial_snapshot if snapshot is None else snapshot, data)
-        pos, quat = self._worker().ik.fk(data.ctrl[:7])
-        return StartPose(tuple(pos), tuple(quat), float(data.ctrl[7]))  # type: ignore[arg-type]
+        mujoco.mj_setState(
+            self.model, data, self.initial_snapshot if snapshot is None else snapshot, _INTEGRATION
+        )
+        return self._commanded_pose()
+
+    def _commanded_pose(self) -> StartPose:
+        """The tool pose the controllers in this thread's scratch data are holding."""
+        worker = self._worker()
+        pos, quat = worker.ik.fk(worker.data.ctrl[:7])
+        return StartPose.from_dict(
+            {"position": pos, "quaternion": quat, "gripper_width": float(worker.data.ctrl[7])}
+        )
 
     # --- rollouts ----------------------------------------------------------------------------------------
     def _worker(self) -> _Worker:
@@ -187,17 +206,20 @@ class MujocoWorld:
             worker = self._local.worker = _Worker(self.model)
         return worker
 
-    def controls(self, plan: Plan, snapshot: Snapshot, tail_s: float = 0.0) -> tuple[Plan, np.ndarray, np.ndarray, float]:
+    def controls(
+        self, plan: Plan, snapshot: Snapshot, tail_s: float = 0.0
+    ) -> tuple[Plan, np.ndarray, np.ndarray, float]:
         """The plan with its start pose, the control at every physics step (N, nu), the index of the last step
         of each action, and the largest IK residual (m)."""
         worker = self._worker()
         data = worker.data
         mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
         q0, width0 = data.ctrl[:7].copy(), float(data.ctrl[7])
-        pos, quat = worker.ik.fk(q0)
-        start = StartPose(tuple(pos), tuple(quat), width0)  # type: ignore[arg-type]
+        start = self._commanded_pose()
         waypoints = expand_plan(plan, start, self.limits)
-        q, residual = worker.ik.solve_path(q0, waypoints.position, waypoints.quaternion, keep=waypoints.action_end)
+        q, residual = worker.ik.solve_path(
+            q0, waypoints.position, waypoints.quaternion, keep=waypoints.action_end
+        )
         targets = np.column_stack([q, waypoints.gripper])
         previous = np.vstack([np.r_[q0, width0], targets[:-1]])
         sub = self.substeps
@@ -209,7 +231,9 @@ class MujocoWorld:
         action_end = (waypoints.action_end + 1) * sub - 1
         return plan.with_start_pose(start), ctrl, action_end, float(residual.max(initial=0.0))
 
-    def rollout(self, plan: Plan, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True) -> Rollout:
+    def rollout(
+        self, plan: Plan, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True
+    ) -> Rollout:
         """Roll ``plan`` out from ``snapshot`` (default: the initial one), then hold still for ``tail_s`` s.
 
         The world's own state is left untouched; rollouts are deterministic and thread-safe.
@@ -243,11 +267,21 @@ class MujocoWorld:
                 ctrl=ctrl,
                 tcp_position=sensordata[:, s["tcp_pos"]],
                 tcp_quaternion=sensordata[:, s["tcp_quat"]],
-                gripper_width=sensordata[:, s["finger_joint1"]][:, 0] + sensordata[:, s["finger_joint2"]][:, 0],
+                gripper_width=sensordata[:, s["finger_joint1"]][:, 0]
+                + sensordata[:, s["finger_joint2"]][:, 0],
                 object_qpos=dict(self.object_qpos),
             )
-        return Rollout(plan, initial, ends, final, record, self.contacts(data), residual, len(ctrl),
-                       time.perf_counter() - t0)
+        return Rollout(
+            plan,
+            initial,
+            ends,
+            final,
+            record,
+            self.contacts(data),
+            residual,
+            len(ctrl),
+            time.perf_counter() - t0,
+        )
 
     def rollouts(
         self,
@@ -257,7 +291,8 @@ class MujocoWorld:
         trace: bool = True,
         nthread: int | None = None,
     ) -> list[Rollout]:
-        """Roll out every plan from the same snapshot, one thread per core; equal bit for bit to serial calls."""
+        """Roll out every plan from the same snapshot, one thread per core; bit for bit equal to serial
+        calls."""
         nthread = nthread or os.cpu_count() or 1
         if nthread == 1 or len(plans) == 1:
             return [self.rollout(p, snapshot, tail_s, trace) for p in plans]

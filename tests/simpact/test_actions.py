@@ -33,8 +33,13 @@ def test_round_trip_keeps_extra_fields(tmp_path):
 
 def test_every_action_type_has_the_tasks_md_parameters():
     assert {k: v.fields for k, v in ACTION_SPECS.items()} == {
-        "PUSH": ("dx", "dy"), "LIFT": ("dz",), "DESCEND": ("dz",), "GRASP": ("d",), "RELEASE": (),
-        "ROTATE": ("dyaw",), "MOVE": ("dx", "dy", "dz"),
+        "PUSH": ("dx", "dy"),
+        "LIFT": ("dz",),
+        "DESCEND": ("dz",),
+        "GRASP": ("d",),
+        "RELEASE": (),
+        "ROTATE": ("dyaw",),
+        "MOVE": ("dx", "dy", "dz"),
     }
 
 
@@ -73,8 +78,10 @@ def test_lower_case_type_is_accepted():
         ({"actions": "MOVE"}, "must have an 'actions' list"),
         ({"actions": [{"type": "RELEASE"}], "start_pose": {"position": [0, 0]}}, "start_pose"),
         (
-            {"actions": [{"type": "RELEASE"}],
-             "start_pose": {"position": [0, 0, 0], "quaternion": [2, 0, 0, 0], "gripper_width": 0.0}},
+            {
+                "actions": [{"type": "RELEASE"}],
+                "start_pose": {"position": [0, 0, 0], "quaternion": [2, 0, 0, 0], "gripper_width": 0.0},
+            },
             "unit norm",
         ),
     ],

@@ -8,12 +8,14 @@ START = StartPose((0.4, 0.0, 0.3), (0.0, 1.0, 0.0, 0.0), 0.02)
 
 
 def test_waypoints_reach_each_displacement_with_bounded_speed():
-    plan = Plan.from_actions([
-        {"type": "MOVE", "dx": 0.2, "dy": -0.1, "dz": -0.05},
-        {"type": "PUSH", "dx": -0.05, "dy": 0.1},
-        {"type": "DESCEND", "dz": 0.1},
-        {"type": "LIFT", "dz": 0.03},
-    ])
+    plan = Plan.from_actions(
+        [
+            {"type": "MOVE", "dx": 0.2, "dy": -0.1, "dz": -0.05},
+            {"type": "PUSH", "dx": -0.05, "dy": 0.1},
+            {"type": "DESCEND", "dz": 0.1},
+            {"type": "LIFT", "dz": 0.03},
+        ]
+    )
     limits = MotionLimits()
     wp = expand_plan(plan, START, limits)
     expected = np.cumsum([[0.2, -0.1, -0.05], [-0.05, 0.1, 0.0], [0.0, 0.0, -0.1], [0.0, 0.0, 0.03]], axis=0)

@@ -13,11 +13,13 @@ SCENE = Scene((BOX,), RobotStart((0.45, 0.0, 0.2), 0.0, 0.08))
 
 
 def push(dx: float) -> Plan:
-    return Plan.from_actions([
-        {"type": "DESCEND", "dz": 0.175},
-        {"type": "PUSH", "dx": dx, "dy": 0.0},
-        {"type": "LIFT", "dz": 0.1},
-    ])
+    return Plan.from_actions(
+        [
+            {"type": "DESCEND", "dz": 0.175},
+            {"type": "PUSH", "dx": dx, "dy": 0.0},
+            {"type": "LIFT", "dz": 0.1},
+        ]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,9 @@ def test_rollout_reports_the_state_at_the_end_of_each_action(world):
 
 
 def test_tracking_error_at_waypoints_is_small(world):
-    plan = Plan.from_actions([{"type": "MOVE", "dx": 0.1, "dy": 0.15, "dz": 0.1}, {"type": "ROTATE", "dyaw": 0.8}])
+    plan = Plan.from_actions(
+        [{"type": "MOVE", "dx": 0.1, "dy": 0.15, "dz": 0.1}, {"type": "ROTATE", "dyaw": 0.8}]
+    )
     rollout = world.rollout(plan)
     target = np.asarray(rollout.plan.start_pose.position) + [0.1, 0.15, 0.1]
     np.testing.assert_allclose(rollout.states[-1].robot.tcp_position, target, atol=2e-3)
