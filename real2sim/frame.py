@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.rotations import rigid_transform_problem
+
 __all__ = [
     "DEPTH_MAX_PLAUSIBLE_M",
     "Frame",
@@ -199,17 +201,9 @@ def _check_rigid(T: Any, where: str) -> np.ndarray:
         a = np.array(T, dtype=np.float64)
     except (TypeError, ValueError) as err:
         raise FrameError(f"{where}: T_base_cam must be a 4x4 numeric matrix ({err})") from err
-    if a.shape != (4, 4):
-        raise FrameError(f"{where}: T_base_cam must be 4x4, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise FrameError(f"{where}: T_base_cam contains NaN or inf")
-    if not np.allclose(a[3], [0.0, 0.0, 0.0, 1.0], atol=_RIGID_ATOL):
-        raise FrameError(f"{where}: T_base_cam last row must be [0, 0, 0, 1], got {a[3].tolist()}")
-    R = a[:3, :3]
-    if not np.allclose(R.T @ R, np.eye(3), atol=_RIGID_ATOL) or np.linalg.det(R) < 0.0:
-        raise FrameError(
-            f"{where}: T_base_cam is not a rigid transform (its rotation block is not orthonormal, det +1)"
-        )
+    problem = rigid_transform_problem(a, _RIGID_ATOL)
+    if problem:
+        raise FrameError(f"{where}: T_base_cam {problem}")
     return a
 
 

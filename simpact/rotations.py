@@ -56,3 +56,17 @@ def tilt_angle(q: np.ndarray) -> np.ndarray:
     w, x, y, _ = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
     cos = 1 - 2 * (x * x + y * y)
     return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+def rigid_transform_problem(T: np.ndarray, atol: float = 1e-6) -> str | None:
+    """Why the 4x4 array ``T`` is not a rigid transform (rotation with det +1, last row 0 0 0 1), or None."""
+    if T.shape != (4, 4):
+        return f"must be a 4x4 matrix, got shape {T.shape}"
+    if not np.all(np.isfinite(T)):
+        return "contains NaN or inf"
+    if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=atol):
+        return f"last row must be [0, 0, 0, 1], got {T[3].tolist()}"
+    R = T[:3, :3]
+    if not np.allclose(R.T @ R, np.eye(3), atol=atol) or np.linalg.det(R) < 0.0:
+        return "is not a rigid transform: its 3x3 block is not a proper rotation (orthonormal, det +1)"
+    return None

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import mujoco
 import numpy as np
 
+from simpact.rotations import rigid_transform_problem
+
 if TYPE_CHECKING:
     from real2sim.frame import Frame
 
@@ -81,15 +83,9 @@ def _default_T_base_cam() -> np.ndarray:
 
 
 def _check_rigid(T: np.ndarray, what: str) -> None:
-    if T.shape != (4, 4):
-        raise ValueError(f"{what} must be a 4x4 matrix, got shape {T.shape}")
-    if not np.all(np.isfinite(T)):
-        raise ValueError(f"{what} contains NaN or inf")
-    if not np.allclose(T[3], [0.0, 0.0, 0.0, 1.0], atol=_RIGID_ATOL):
-        raise ValueError(f"{what} last row must be [0, 0, 0, 1], got {T[3].tolist()}")
-    R = T[:3, :3]
-    if not np.allclose(R.T @ R, np.eye(3), atol=_RIGID_ATOL) or np.linalg.det(R) < 0.0:
-        raise ValueError(f"{what} is not a rigid transform: its 3x3 block is not a proper rotation")
+    problem = rigid_transform_problem(T, _RIGID_ATOL)
+    if problem:
+        raise ValueError(f"{what} {problem}")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -190,7 +190,7 @@ BUNDLE_ERRORS = {
     ),
     "T_not_4x4": (
         _edit_json("frame.json", lambda m: _set(m, "T_base_cam", np.eye(3).tolist())),
-        r"field T_base_cam: T_base_cam must be 4x4",
+        r"field T_base_cam: T_base_cam must be a 4x4 matrix",
     ),
     "T_not_rigid": (
         _edit_json("frame.json", lambda m: _set(m, "T_base_cam", np.diag([1, 2, 1, 1]).tolist())),
