@@ -25,13 +25,28 @@ def write_json(path: Path, payload: Any) -> Path:
     return path
 
 
-def _world(task_name: str, seed: int) -> tuple[Any, Any, Any]:
+def _camera(task: Any, path: str | None) -> Any:
+    """The rendering camera: from ``--camera FILE`` (YAML or JSON), else the task's ``camera``, else the
+    default D435i view."""
+    import yaml
+
+    from solvers.mujoco.render import CameraSpec
+
+    source = path or f"task {task.name} camera"
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) if path else task.raw.get("camera")
+        return None if raw is None else CameraSpec.from_dict(raw)
+    except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
+        raise UsageError(f"{source}: {exc}") from None
+
+
+def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Any, Any, Any]:
     from simpact.tasks import load_task
     from solvers.mujoco.world import MujocoWorld
 
     task = load_task(task_name)
     scene = task.scene(seed)
-    return task, scene, MujocoWorld(scene)
+    return task, scene, MujocoWorld(scene, camera=_camera(task, camera))
 
 
 def cmd_tasks(args: argparse.Namespace) -> None:
@@ -90,7 +105,7 @@ def cmd_render(args: argparse.Namespace) -> None:
     from real2sim.frame import write_frame_bundle
     from solvers.mujoco.playback import render_frame
 
-    task, _, world = _world(args.task, args.seed)
+    task, _, world = _world(args.task, args.seed, args.camera)
     frame = render_frame(world)
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
     out = write_frame_bundle(frame, args.out)
@@ -130,6 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("render", help="render a task scene as an RGB-D frame bundle")
     p.add_argument("task")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--camera", help="camera file (YAML/JSON: width, height, K, and T_base_cam or eye + target)"
+    )
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_render)
 

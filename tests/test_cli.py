@@ -88,3 +88,24 @@ def test_bad_plan_file_is_refused_before_simulating(tmp_path, capsys):
 def test_console_script_runs():
     done = subprocess.run([sys.executable, "-m", "simpact.cli", "tasks"], capture_output=True, text=True)
     assert done.returncode == 0 and "non_toppling_push" in done.stdout
+
+
+def test_render_with_a_camera_file(tmp_path):
+    camera = tmp_path / "camera.yaml"
+    camera.write_text(
+        "width: 320\nheight: 240\nK: [[300, 0, 150.5], [0, 300, 121], [0, 0, 1]]\n"
+        "eye: [0.55, -0.6, 0.5]\ntarget: [0.55, 0.0, 0.05]\n"
+    )
+    assert main(["render", "non_toppling_push", "--camera", str(camera), "--out", str(tmp_path / "f")]) == 0
+    frame = read_frame_bundle(tmp_path / "f")
+    assert frame.rgb.shape == (240, 320, 3)
+    assert frame.K[0, 2] == 150.5
+    np.testing.assert_allclose(frame.T_base_cam[:3, 3], [0.55, -0.6, 0.5])
+    assert (frame.depth > 0).mean() > 0.8  # looking down at the table
+
+
+def test_bad_camera_file_exits_2(tmp_path, capsys):
+    camera = tmp_path / "camera.yaml"
+    camera.write_text("width: 320\nfov: 60\n")
+    assert main(["render", "non_toppling_push", "--camera", str(camera), "--out", str(tmp_path / "f")]) == 2
+    assert "unknown fields ['fov']" in capsys.readouterr().err

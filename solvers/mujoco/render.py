@@ -144,6 +144,23 @@ class CameraSpec:
         """
         return cls(T_base_cam=_look_at_matrix(eye, target, up), **kwargs)
 
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CameraSpec:
+        """From a config mapping: ``width``, ``height``, ``K`` (3x3), and either ``T_base_cam`` (4x4) or
+        ``eye`` and ``target`` (m, optional ``up``); omitted fields keep the defaults."""
+        known = {"width", "height", "K", "T_base_cam", "eye", "target", "up"}
+        unknown = set(raw) - known
+        if unknown:
+            raise ValueError(f"camera: unknown fields {sorted(unknown)}; expected some of {sorted(known)}")
+        fields = {k: raw[k] for k in ("width", "height", "K") if k in raw}
+        if "eye" in raw or "target" in raw:
+            if "T_base_cam" in raw or not ("eye" in raw and "target" in raw):
+                raise ValueError("camera: give either T_base_cam, or both eye and target")
+            return cls.look_at(raw["eye"], raw["target"], raw.get("up", (0.0, 0.0, 1.0)), **fields)
+        if "T_base_cam" in raw:
+            fields["T_base_cam"] = raw["T_base_cam"]
+        return cls(**fields)
+
     @property
     def fx(self) -> float:
         """Horizontal focal length (pixels)."""
