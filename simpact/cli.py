@@ -115,6 +115,27 @@ def cmd_render(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_bench_tasks(args: argparse.Namespace) -> None:
+    from simpact.bench.tasks import parse_seeds, run_tasks
+    from simpact.tasks import list_tasks, load_task
+
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    names = args.tasks or list_tasks()
+    for name in names:
+        load_task(name)  # unknown names fail before any work
+
+    def progress(record: dict[str, Any]) -> None:
+        verdict = "ok  " if record["success"] else "FAIL"
+        print(f"  {verdict} {record['task']} seed {record['seed']}: score {record['score']:.3f}", flush=True)
+
+    result = run_tasks(names, seeds, Path(args.out), progress)
+    counts = ", ".join(f"{n} {s['successes']}/{s['runs']}" for n, s in result["tasks"].items())
+    print(f"bench tasks (reference plans, seeds {args.seeds}): {counts} -> {Path(args.out) / 'result.json'}")
+
+
 def cmd_bench(args: argparse.Namespace) -> None:
     from simpact.bench.perf import run_perf
 
@@ -158,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=3, help="best of this many timings")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
+    p = bench.add_parser("tasks", help="success of every task's reference plan over seeds (resumable)")
+    p.add_argument("tasks", nargs="*", help="task names (default: all)")
+    p.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 0,3,5")
+    p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
+    p.set_defaults(func=cmd_bench_tasks)
     return parser
 
 
