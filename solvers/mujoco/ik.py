@@ -6,6 +6,8 @@ plan and the start configuration: every rollout of a plan commands the same join
 
 from __future__ import annotations
 
+import functools
+
 import mujoco
 import numpy as np
 
@@ -14,13 +16,19 @@ from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, TCP_SITE, load_fr3_spec
 __all__ = ["DifferentialIK"]
 
 
+@functools.cache
+def _robot_model() -> mujoco.MjModel:
+    """The robot alone, compiled once per process (read-only, shared by every solver)."""
+    return load_fr3_spec().compile()
+
+
 class DifferentialIK:
     """Damped least squares on the tool-centre point with a null-space pull towards the home posture."""
 
     def __init__(
         self, damping: float = 1e-3, posture_gain: float = 0.05, iterations: int = 4, tolerance: float = 1e-5
     ) -> None:
-        self.model = load_fr3_spec().compile()
+        self.model = _robot_model()
         self.data = mujoco.MjData(self.model)
         self.site = self.model.site(TCP_SITE).id
         self.dofs = np.array([self.model.joint(j).dofadr[0] for j in ARM_JOINTS])
