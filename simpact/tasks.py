@@ -7,11 +7,14 @@ target line or region centre), seeded ``randomize`` ranges, the ``success`` chec
 the plan starts) and ``targets.<name>``.
 
 Seed 0 is the nominal scene; seeds >= 1 add uniform offsets drawn from ``randomize`` with
-``numpy.random.default_rng(seed)``.
+``numpy.random.default_rng(seed)``, in the order the keys are written. A key is ``<object>.<field>`` or
+``targets.<name>``; the object may be a glob (``bean_*.position``): each match gets its own offset, or one
+common offset with ``shared: true``; a list of ranges applies each in turn. ``templates`` holds YAML anchors for repeated object fields.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -77,13 +80,22 @@ def load_task(name_or_path: str | Path) -> Task:
     return Task(raw, path)
 
 
+_REQUIRED = {"name", "instruction", "objects", "success", "reference"}
+_OPTIONAL = {"tail_s", "robot", "table_size", "table_friction", "targets", "randomize", "camera", "templates"}
+
+
 class Task:
     """One task: builds seeded scenes, expands its reference plan, judges rollouts."""
 
     def __init__(self, raw: Mapping[str, Any], path: Path | None = None) -> None:
-        missing = {"name", "instruction", "objects", "success", "reference"} - set(raw)
+        missing = _REQUIRED - set(raw)
         if missing:
             raise TaskError(f"task config {path}: missing fields {sorted(missing)}")
+        unknown = set(raw) - _REQUIRED - _OPTIONAL
+        if unknown:
+            raise TaskError(
+                f"task config {path}: unknown fields {sorted(unknown)}; allowed: {sorted(_REQUIRED | _OPTIONAL)}"
+            )
         self.raw = raw
         self.path = path
         self.name: str = raw["name"]
@@ -110,17 +122,26 @@ class Task:
             return raw, targets
         rng = np.random.default_rng(seed)
         objects = {o["name"]: o for o in raw["objects"]}
-        for key, spec in self.raw.get("randomize", {}).items():
+        draws = [
+            (key, spec)
+            for key, specs in self.raw.get("randomize", {}).items()
+            for spec in (specs if isinstance(specs, list) else [specs])
+        ]
+        for key, spec in draws:
             low, high = np.asarray(spec["low"], dtype=float), np.asarray(spec["high"], dtype=float)
-            offset = rng.uniform(low, high)
             owner, _, attr = key.partition(".")
             if owner == "targets":
-                targets[attr] += float(offset)
-            elif owner in objects:
-                base = np.asarray(objects[owner][attr], dtype=float)
-                objects[owner][attr] = (base + offset).tolist()
-            else:
+                if attr not in targets:
+                    raise TaskError(f"task {self.name}: randomize key '{key}' names no target")
+                targets[attr] += float(rng.uniform(low, high))
+                continue
+            names = fnmatch.filter(objects, owner)
+            if not names:
                 raise TaskError(f"task {self.name}: randomize key '{key}' names no object or target")
+            shared = rng.uniform(low, high) if spec.get("shared", False) else None
+            for name in names:
+                offset = shared if shared is not None else rng.uniform(low, high)
+                objects[name][attr] = (np.asarray(objects[name][attr], dtype=float) + offset).tolist()
         return raw, targets
 
     def scene(self, seed: int = 0) -> Scene:

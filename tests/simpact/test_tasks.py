@@ -75,3 +75,37 @@ def test_reference_expressions_follow_the_randomised_scene():
     start = np.asarray(world.start_pose().position)
     carton = shifted.object("carton")
     np.testing.assert_allclose(start[1] + plan.actions[0].params["dy"], carton.position[1])
+
+
+def _config(randomize):
+    return {
+        "name": "toy",
+        "instruction": "x",
+        "success": {"check": "non_toppling_push"},
+        "reference": [{"type": "RELEASE"}],
+        "objects": [
+            {"name": f"bean_{i}", "shape": "box", "size": [0.01] * 3, "position": [0.5, 0.02 * i, 0.005]}
+            for i in range(3)
+        ],
+        "randomize": randomize,
+    }
+
+
+def test_glob_randomisation_draws_per_object_or_shared():
+    from simpact.tasks import Task
+
+    each = Task(_config({"bean_*.position": {"low": [-0.01, 0, 0], "high": [0.01, 0, 0]}})).scene(5)
+    xs = [o.position[0] for o in each.objects]
+    assert len(set(xs)) == 3
+    shared = {"low": [-0.01, 0, 0], "high": [0.01, 0, 0], "shared": True}
+    both = Task(_config({"bean_*.position": [shared, {"low": [0, 0, 0], "high": [0, 0, 0]}]})).scene(5)
+    assert len({o.position[0] for o in both.objects}) == 1 and both.objects[0].position[0] != 0.5
+
+
+def test_config_typos_are_caught():
+    from simpact.tasks import Task
+
+    with pytest.raises(TaskError, match="unknown fields \\['randomise'\\]"):
+        Task({**_config({}), "randomise": {}})
+    with pytest.raises(TaskError, match="randomize key 'cup.position' names no object"):
+        Task(_config({"cup.position": {"low": [0, 0, 0], "high": [0, 0, 0]}})).scene(1)
