@@ -9,7 +9,8 @@ the plan starts) and ``targets.<name>``.
 Seed 0 is the nominal scene; seeds >= 1 add uniform offsets drawn from ``randomize`` with
 ``numpy.random.default_rng(seed)``, in the order the keys are written. A key is ``<object>.<field>`` or
 ``targets.<name>``; the object may be a glob (``bean_*.position``): each match gets its own offset, or one
-common offset with ``shared: true``; a list of ranges applies each in turn. ``templates`` holds YAML anchors for repeated object fields.
+common offset with ``shared: true``; a list of ranges applies each in turn. ``templates`` holds YAML
+anchors for repeated object fields.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class Task:
         unknown = set(raw) - _REQUIRED - _OPTIONAL
         if unknown:
             raise TaskError(
-                f"task config {path}: unknown fields {sorted(unknown)}; allowed: {sorted(_REQUIRED | _OPTIONAL)}"
+                f"task config {path}: unknown fields {sorted(unknown)}; "
+                f"allowed: {sorted(_REQUIRED | _OPTIONAL)}"
             )
         self.raw = raw
         self.path = path
