@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push")
     p.add_argument("--k", type=int, default=10, help="rollouts in the parallel batch")
-    p.add_argument("--repeats", type=int, default=3, help="best of this many timings")
+    p.add_argument("--repeats", type=int, default=5, help="timing pairs per ratio (median reported)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
     p = bench.add_parser("tasks", help="success of every task's reference plan over seeds (resumable)")
