@@ -74,6 +74,9 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         from solvers.mujoco.playback import write_rollout_video
 
         assert rollout.trace is not None
+        print(
+            f"rendering {out / 'rollout.mp4'} ({rollout.trace.time[-1]:.1f} s of simulation) ...", flush=True
+        )
         video = write_rollout_video(world, rollout.trace, out / "rollout.mp4").name
     result = {
         "task": task.name,
