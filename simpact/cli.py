@@ -15,6 +15,10 @@ from typing import Any
 __all__ = ["main"]
 
 
+REACH_TOLERANCE_M = 0.005
+"""Waypoints the arm's joints cannot reach closer than this are reported, m."""
+
+
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
 
@@ -92,11 +96,18 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         "states": rollout.to_dict()["states"],
         "plan": "plan.json",
         "video": video,
+        "ik_residual_max_m": round(rollout.ik_residual_max, 6),
         "sim_time_s": round(rollout.nsteps * world.options.timestep, 4),
         "rollout_wall_s": round(rollout.wall_s, 4),
         "wall_s": round(time.perf_counter() - t0, 4),
     }
     write_json(out / "result.json", result)
+    if rollout.ik_residual_max > REACH_TOLERANCE_M:
+        print(
+            f"simpact rollout: warning: the plan leaves the robot's reach (the arm falls "
+            f"{rollout.ik_residual_max:.3f} m short of a waypoint)",
+            file=sys.stderr,
+        )
     verdict = "success" if evaluation.success else "failure"
     print(
         f"{task.name} seed {args.seed}: {verdict}, score {evaluation.score:.3f}, "

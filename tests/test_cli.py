@@ -109,3 +109,12 @@ def test_bad_camera_file_exits_2(tmp_path, capsys):
     camera.write_text("width: 320\nfov: 60\n")
     assert main(["render", "non_toppling_push", "--camera", str(camera), "--out", str(tmp_path / "f")]) == 2
     assert "unknown fields ['fov']" in capsys.readouterr().err
+
+
+def test_a_plan_beyond_reach_completes_with_a_warning(tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    far = {"type": "MOVE", "dx": 0.5, "dy": 0.0, "dz": 0.0}
+    plan.write_text(json.dumps({"actions": [far, far]}))
+    assert main(["rollout", "non_toppling_push", "--plan", str(plan), "--out", str(tmp_path / "o")]) == 0
+    assert "leaves the robot's reach" in capsys.readouterr().err
+    assert json.loads((tmp_path / "o" / "result.json").read_text())["ik_residual_max_m"] > 0.1

@@ -47,6 +47,8 @@ class DifferentialIK:
         self._err_quat = np.zeros(4)
         self._neg = np.zeros(4)
         self._rot = np.zeros(3)
+        self._jac = np.empty((6, 7))
+        self._damping = np.eye(6) * damping**2
 
     def fk(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Tool-centre-point position (m) and quaternion (w, x, y, z) for arm joints ``q`` (rad)."""
@@ -93,9 +95,6 @@ class DifferentialIK:
         previous = q.copy()
         out = np.empty((len(positions), 7))
         residual = np.empty(len(positions))
-        damping = np.eye(6) * self.damping**2
-        jac = np.empty((6, 7))
-        m, d = self.model, self.data
         for k in range(len(positions)):
             if (
                 k
@@ -106,20 +105,29 @@ class DifferentialIK:
                 continue
             # Predict from the last two solutions: on a smooth path this starts within a fraction of a
             # millimetre, so one correction usually converges.
-            q, previous = np.clip(2 * q - previous, self.lower, self.upper), q
-            for iteration in range(self.iterations + 1):
-                d.qpos[:7] = q
-                mujoco.mj_kinematics(m, d)
-                err = self._error(positions[k], quaternions[k])
-                if err @ err < self.tolerance**2 or iteration == self.iterations:
-                    break
-                mujoco.mj_comPos(m, d)
-                mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self.site)
-                jac[:3], jac[3:] = self._jacp[:, :7], self._jacr[:, :7]
-                # Damped least squares plus a null-space pull towards home: dq = z + J+ (err - J z).
-                z = self.posture_gain * (HOME_QPOS - q)
-                dq = z + jac.T @ np.linalg.solve(jac @ jac.T + damping, err - jac @ z)
-                q = np.clip(q + dq, self.lower, self.upper)
-            residual[k] = np.sqrt(err[:3] @ err[:3])
+            guess = np.clip(2 * q - previous, self.lower, self.upper)
+            previous = q
+            q, residual[k] = self.converge(guess, positions[k], quaternions[k], self.iterations)
             out[k] = q
         return out, residual
+
+    def converge(
+        self, q: np.ndarray, position: np.ndarray, quaternion: np.ndarray, iterations: int
+    ) -> tuple[np.ndarray, float]:
+        """Up to ``iterations`` damped-least-squares steps from ``q`` towards one pose; returns the joints
+        and the remaining position error (m)."""
+        m, d, jac = self.model, self.data, self._jac
+        for iteration in range(iterations + 1):
+            d.qpos[:7] = q
+            mujoco.mj_kinematics(m, d)
+            err = self._error(position, quaternion)
+            if err @ err < self.tolerance**2 or iteration == iterations:
+                break
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_jacSite(m, d, self._jacp, self._jacr, self.site)
+            jac[:3], jac[3:] = self._jacp[:, :7], self._jacr[:, :7]
+            # Damped least squares plus a null-space pull towards home: dq = z + J+ (err - J z).
+            z = self.posture_gain * (HOME_QPOS - q)
+            dq = z + jac.T @ np.linalg.solve(jac @ jac.T + self._damping, err - jac @ z)
+            q = np.clip(q + dq, self.lower, self.upper)
+        return q, float(np.sqrt(err[:3] @ err[:3]))

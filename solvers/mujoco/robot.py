@@ -35,7 +35,7 @@ JOINT_VELOCITY_LIMITS = np.array([2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26])
 """FR3 joint speed limits, rad/s (Franka datasheet)."""
 TCP_SITE = "tcp"
 TCP_OFFSET = 0.1034
-"""Flange... hand frame to tool centre point (between the fingertip pads), m."""
+"""Offset from the hand frame to the tool centre point (between the fingertip pads), m."""
 ROBOT_PREFIX = ("fr3_", "hand", "left_finger", "right_finger", "base")
 """Body-name prefixes of the robot's links (for contact classification)."""
 

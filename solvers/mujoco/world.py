@@ -19,7 +19,7 @@ from mujoco import rollout as mj_rollout
 
 from simpact.actions import Plan, StartPose
 from simpact.rotations import quat_about_z, quat_mul, quat_rotate
-from simpact.scene import RobotStart, Scene
+from simpact.scene import RobotStart, Scene, SceneError
 from simpact.trajectory import MotionLimits, expand_plan
 from solvers.mujoco.ik import DifferentialIK
 from solvers.mujoco.render import CameraSpec, add_camera
@@ -104,6 +104,7 @@ class MujocoWorld:
         }
         self._local = threading.local()
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
         self._place_robot(scene.robot)
         mujoco.mj_step(self.model, self.data, round(SETTLE_S / options.timestep))
         self.initial_snapshot = self.snapshot()
@@ -173,13 +174,15 @@ class MujocoWorld:
         ik = self._worker().ik
         _, home_quat = ik.fk(HOME_QPOS)
         quat = quat_mul(quat_about_z(start.yaw), home_quat)
-        q, residual = ik.solve(HOME_QPOS, np.tile(start.position, (200, 1)), np.tile(quat, (200, 1)))
-        if residual[-1] > 1e-3:
-            raise ValueError(f"robot start position {start.position} is out of reach ({residual[-1]:.3f} m)")
+        q, residual = ik.converge(HOME_QPOS, np.asarray(start.position, dtype=float), quat, iterations=200)
+        if residual > 1e-4:
+            raise SceneError(
+                f"robot start position {start.position} is out of reach (off by {residual:.3f} m)"
+            )
         width = min(start.gripper_width, 0.08)
-        self.data.qpos[self._arm_qpos] = q[-1]
+        self.data.qpos[self._arm_qpos] = q
         self.data.qpos[7:9] = width / 2
-        self.data.ctrl[:7] = q[-1]
+        self.data.ctrl[:7] = q
         self.data.ctrl[7] = width
         mujoco.mj_forward(self.model, self.data)
 
@@ -296,6 +299,9 @@ class MujocoWorld:
         nthread = nthread or os.cpu_count() or 1
         if nthread == 1 or len(plans) == 1:
             return [self.rollout(p, snapshot, tail_s, trace) for p in plans]
-        if self._pool is None or self._pool._max_workers != nthread:
+        if self._pool is None or self._pool_size != nthread:
+            if self._pool is not None:
+                self._pool.shutdown()
             self._pool = ThreadPoolExecutor(nthread, thread_name_prefix="simpact-rollout")
+            self._pool_size = nthread
         return list(self._pool.map(lambda p: self.rollout(p, snapshot, tail_s, trace), plans))

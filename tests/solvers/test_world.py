@@ -103,3 +103,20 @@ def test_tracking_error_at_waypoints_is_small(world):
     yaw0 = rollout.initial.robot.tcp_rpy[2]
     yaw1 = rollout.states[-1].robot.tcp_rpy[2]
     assert (yaw1 - yaw0 + np.pi) % (2 * np.pi) - np.pi == pytest.approx(0.8, abs=0.01)
+
+
+def test_robot_starts_exactly_where_the_scene_says():
+    world = MujocoWorld(Scene((BOX,), RobotStart((0.35, -0.2, 0.3), 0.6, 0.05)))
+    start = world.start_pose()
+    np.testing.assert_allclose(start.position, (0.35, -0.2, 0.3), atol=1e-5)
+    assert start.gripper_width == 0.05
+    state = world.state().robot
+    np.testing.assert_allclose(state.tcp_position, (0.35, -0.2, 0.3), atol=1e-3)
+    assert state.gripper_width == pytest.approx(0.05, abs=1e-3)
+
+
+def test_unreachable_start_is_a_scene_error():
+    from simpact.scene import SceneError
+
+    with pytest.raises(SceneError, match="out of reach"):
+        MujocoWorld(Scene((BOX,), RobotStart((1.5, 0.0, 0.3))))
