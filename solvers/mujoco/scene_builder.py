@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import trimesh
 
-from simpact.scene import Scene, SceneObject
+from simpact.scene import Scene, SceneError, SceneObject
 from solvers.mujoco.meshes import bowl_mesh, convex_parts, load_mesh
 from solvers.mujoco.robot import load_fr3_spec
 
@@ -49,6 +49,10 @@ def object_mesh(obj: SceneObject) -> trimesh.Trimesh | None:
 
 
 def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) -> None:
+    if obj.kind != "rigid":
+        raise SceneError(
+            f"object '{obj.name}' is of kind '{obj.kind}': the MuJoCo world simulates rigid objects only"
+        )
     body = spec.worldbody.add_body(name=obj.name, pos=list(obj.position), quat=list(obj.quaternion))
     if not obj.fixed and obj.collides:
         body.add_freejoint(name=obj.name)

@@ -57,3 +57,11 @@ def test_missing_mesh_file_is_a_clear_error(tmp_path):
     ghost = SceneObject("ghost", "mesh", (1.0, 1.0, 1.0), (0.5, 0.0, 0.1), mesh=str(tmp_path / "no.obj"))
     with pytest.raises(FileNotFoundError, match="no.obj does not exist"):
         MujocoWorld(Scene((ghost,)))
+
+
+def test_deformable_objects_are_refused_by_the_rigid_world():
+    from simpact.scene import SceneError
+
+    rope = SceneObject("rope", "cylinder", (0.005, 0.4), (0.5, 0.0, 0.005), kind="pd")
+    with pytest.raises(SceneError, match="object 'rope' is of kind 'pd'"):
+        MujocoWorld(Scene((rope,)))
