@@ -1,0 +1,26 @@
+"""SimuGuard: record every physics step, detect contact artifacts (motion that starts at a contact and that
+neither the robot's contact nor gravity accounts for).
+
+- :class:`Recorder` wraps ``mj_step`` on any MuJoCo model/data pair (or a MujocoWorld) without changing it;
+- :func:`detect` finds contact ejections in a :class:`Recording` and judges them in three stages;
+- :func:`load_recording` / :func:`save_recording` read and write a recording folder (npz chunks + manifest).
+"""
+
+from simpact.guard.detector import Event, Thresholds, Verdict, detect
+from simpact.guard.recorder import Recorder, body_roles, com_velocity, model_hash
+from simpact.guard.store import Manifest, Recording, load_recording, save_recording
+
+__all__ = [
+    "Event",
+    "Manifest",
+    "Recorder",
+    "Recording",
+    "Thresholds",
+    "Verdict",
+    "body_roles",
+    "com_velocity",
+    "detect",
+    "load_recording",
+    "model_hash",
+    "save_recording",
+]
