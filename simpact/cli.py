@@ -150,6 +150,29 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
     print(f"bench tasks (reference plans, seeds {args.seeds}): {counts} -> {Path(args.out) / 'result.json'}")
 
 
+def cmd_bench_audit(args: argparse.Namespace) -> None:
+    from simpact.bench.audit import run_audit_bench
+    from simpact.bench.tasks import parse_seeds
+
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    def progress(record: dict[str, Any]) -> None:
+        verdict = "ok  " if record["correct"] else "MISS"
+        label = "artifact" if record["artifact"] else "clean"
+        print(f"  {verdict} {record['name']} ({label}): flagged={record['flagged']}", flush=True)
+
+    out = Path(args.out)
+    result = run_audit_bench(out, seeds, progress=progress, pictures=args.pictures)
+    print(
+        f"bench audit ({len(seeds)} episodes): precision {result['precision']:.3f}, "
+        f"recall {result['recall']:.3f}, {result['fp']} false positives, {result['fn']} false negatives "
+        f"-> {out / 'result.json'}"
+    )
+
+
 def cmd_bench(args: argparse.Namespace) -> None:
     from simpact.bench.perf import run_perf
 
@@ -186,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_render)
 
+    from simpact.guard.commands import add_audit_parser
+
+    add_audit_parser(verbs)
+
     bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push")
@@ -198,16 +225,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 0,3,5")
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_tasks)
+    p = bench.add_parser("audit", help="SimuGuard precision and recall on a labelled suite (resumable)")
+    p.add_argument("--seeds", default="0-53", help="episode seeds; 9 families cycle through them")
+    p.add_argument("--pictures", action="store_true", help="also write an HTML report with plots per episode")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bench_audit)
     return parser
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from real2sim.frame import FrameError
     from simpact.actions import PlanError
+    from simpact.guard.commands import AuditError
     from simpact.scene import SceneError
     from simpact.tasks import TaskError
 
-    return (UsageError, PlanError, TaskError, SceneError, FrameError, FileNotFoundError)
+    return (UsageError, AuditError, PlanError, TaskError, SceneError, FrameError, FileNotFoundError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,6 +5,10 @@
   Target >= 0.8.
 - ``parallel_speedup``: wall time of K rollouts one after another over K rollouts on all cores.
   Target >= 1.7 on 2 cores.
+- ``audit_overhead_ratio``: SimuGuard's monitor cost per physics step over the bare step (a recorded run of
+  the same controls on the same model, chunks compressed and written to a temporary folder, over the bare
+  loop, minus one). Target <= 0.25. ``audit_overhead_in_memory_ratio``: the same without writing (the
+  recording kept in memory). ``audit_bytes_per_step``: compressed bytes recorded per physics step.
 Each ratio is taken ``repeats`` times from back-to-back pairs of timings (A then B, alternating), and the
 median is reported with its range: a shared, noisy machine shifts both halves of a pair alike.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import os
 import platform
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +28,7 @@ import numpy as np
 from mujoco import rollout as mj_rollout
 
 from simpact.actions import Plan
+from simpact.guard.recorder import Recorder, model_hash
 from simpact.tasks import load_task
 from solvers.mujoco.world import MujocoWorld
 
@@ -92,6 +98,37 @@ def _physics_parallel_speedup(
     return _paired(lambda: step(datas[0], controls), parallel, repeats)
 
 
+def _audit_overhead(world: MujocoWorld, ctrl: np.ndarray, repeats: int) -> dict[str, Any]:
+    """Recorded vs bare stepping of the same controls from the same state, in alternating pairs."""
+    model, data = world.model, mujoco.MjData(world.model)
+    digest = model_hash(model)  # computed once per model, as a World does
+
+    def bare() -> None:
+        world.restore(world.initial_snapshot, data)
+        for u in ctrl:
+            data.ctrl[:] = u
+            mujoco.mj_step(model, data)
+
+    def monitored(write: bool = True) -> Recorder:
+        world.restore(world.initial_snapshot, data)
+        with tempfile.TemporaryDirectory(prefix="simuguard-perf-") as tmp:
+            recorder = Recorder.for_world(world, data=data, out=tmp if write else None, model_hash=digest)
+            recorder.run(ctrl)
+            recorder.close()
+        return recorder
+
+    warm = monitored()
+    paired = _paired(monitored, bare, repeats)
+    memory = _paired(lambda: monitored(write=False), bare, repeats)
+    return {
+        "overhead": round(paired["ratio"] - 1.0, 3),
+        "range": [round(r - 1.0, 3) for r in paired["ratio_range"]],
+        "in_memory": round(memory["ratio"] - 1.0, 3),
+        "bytes_per_step": round(warm.bytes_written / max(1, warm.nsteps), 1),
+        "errors": warm.errors,
+    }
+
+
 def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5) -> dict[str, Any]:
     task = load_task(task_name)
     scene = task.scene(0)
@@ -128,6 +165,7 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
         for a, b in zip(serial, parallel)
     )
     batch_steps = sum(r.nsteps for r in serial)
+    audit = _audit_overhead(world, ctrl, repeats)
     return {
         "task": task.name,
         "timestep_s": world.options.timestep,
@@ -147,7 +185,12 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
         "parallel_equals_serial": identical,
         "physics_only_parallel_speedup": ceiling["ratio"],
         "physics_only_parallel_speedup_range": ceiling["ratio_range"],
-        "targets": {"rollout_vs_bare_ratio": 0.8, "parallel_speedup": 1.7},
+        "audit_overhead_ratio": audit["overhead"],
+        "audit_overhead_range": audit["range"],
+        "audit_overhead_in_memory_ratio": audit["in_memory"],
+        "audit_bytes_per_step": audit["bytes_per_step"],
+        "audit_monitor_errors": audit["errors"],
+        "targets": {"rollout_vs_bare_ratio": 0.8, "parallel_speedup": 1.7, "audit_overhead_ratio": 0.25},
         "repeats": repeats,
         "mujoco": mujoco.__version__,
         "machine": {"cpus": threads, "processor": platform.processor() or platform.machine()},
