@@ -213,6 +213,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_audit_parser(verbs)
 
+    from simpact.planner.commands import add_plan_parser
+
+    add_plan_parser(verbs)
+
     bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push")
@@ -237,10 +241,20 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from real2sim.frame import FrameError
     from simpact.actions import PlanError
     from simpact.guard.commands import AuditError
+    from simpact.planner.commands import PlanningError
     from simpact.scene import SceneError
     from simpact.tasks import TaskError
 
-    return (UsageError, AuditError, PlanError, TaskError, SceneError, FrameError, FileNotFoundError)
+    return (
+        UsageError,
+        AuditError,
+        PlanningError,
+        PlanError,
+        TaskError,
+        SceneError,
+        FrameError,
+        FileNotFoundError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,12 @@ Seed 0 is the nominal scene; seeds >= 1 add uniform offsets drawn from ``randomi
 ``targets.<name>``; the object may be a glob (``bean_*.position``): each match gets its own offset, or one
 common offset with ``shared: true``; a list of ranges applies each in turn. ``templates`` holds YAML
 anchors for repeated object fields.
+
+An optional ``skeleton`` is the task's symbolic plan with open parameters, the search space of the VLM-free
+planners (``simpact.planner.offline``): a list of actions like the reference, where each parameter is either
+a fixed expression or a range ``[low, high]`` of two expressions. Besides the reference-plan names, an
+expression may use ``a<i>.<field>``, the value already chosen for field ``field`` of skeleton action ``i``
+(an earlier one), e.g. to undo a sideways step.
 """
 
 from __future__ import annotations
@@ -26,12 +32,12 @@ from typing import Any, Protocol
 import numpy as np
 import yaml
 
-from simpact.actions import Plan, PlanError, StartPose
+from simpact.actions import ACTION_SPECS, Plan, PlanError, StartPose
 from simpact.expressions import ExpressionError, evaluate
 from simpact.scene import Scene, SceneError
 from solvers.rollout import Rollout
 
-__all__ = ["Evaluation", "Task", "TaskError", "list_tasks", "load_task", "tasks_dir"]
+__all__ = ["Evaluation", "SkeletonStep", "Task", "TaskError", "list_tasks", "load_task", "tasks_dir"]
 
 
 class TaskError(ValueError):
@@ -46,6 +52,63 @@ class Evaluation:
     success: bool
     score: float
     details: dict[str, Any] = field(default_factory=dict)
+
+
+Expression = str | float
+
+
+@dataclass(frozen=True)
+class SkeletonStep:
+    """One skeleton action: its ``type``, ``fixed`` parameters (expressions) and open ``ranges`` (a low and a
+    high expression per parameter)."""
+
+    type: str
+    fixed: Mapping[str, Expression]
+    ranges: Mapping[str, tuple[Expression, Expression]]
+    reason: str | None = None
+
+
+def _parse_skeleton(raw: Any, where: str) -> tuple[SkeletonStep, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise TaskError(f"{where}: 'skeleton' must be a non-empty list of actions")
+    steps = []
+    for i, action in enumerate(raw):
+        label = f"{where}: skeleton action {i}"
+        if not isinstance(action, Mapping):
+            raise TaskError(f"{label}: expected a mapping like {{type: MOVE, dx: [low, high], ...}}")
+        kind = str(action.get("type", "")).upper()
+        if kind not in ACTION_SPECS:
+            raise TaskError(
+                f"{label}: unknown type {action.get('type')!r}; expected one of {', '.join(ACTION_SPECS)}"
+            )
+        spec = ACTION_SPECS[kind]
+        extra = set(action) - set(spec.fields) - {"type", "reason"}
+        if extra:
+            raise TaskError(f"{label} ({kind}): unknown fields {sorted(extra)}; allowed: {list(spec.fields)}")
+        fixed: dict[str, Expression] = {}
+        ranges: dict[str, tuple[Expression, Expression]] = {}
+        for name in spec.fields:
+            if name not in action:
+                raise TaskError(f"{label} ({kind}): field '{name}' is missing ({spec.doc})")
+            value = action[name]
+            if isinstance(value, list):
+                if len(value) != 2 or not all(_is_expression(v) for v in value):
+                    raise TaskError(f"{label} ({kind}): range '{name}' must be [low, high], got {value!r}")
+                ranges[name] = (value[0], value[1])
+            elif _is_expression(value):
+                fixed[name] = value
+            else:
+                raise TaskError(
+                    f"{label} ({kind}): field '{name}' must be a number, an expression or [low, high], "
+                    f"got {value!r}"
+                )
+        reason = action.get("reason")
+        steps.append(SkeletonStep(kind, fixed, ranges, None if reason is None else str(reason)))
+    return tuple(steps)
+
+
+def _is_expression(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 class Check(Protocol):
@@ -82,7 +145,17 @@ def load_task(name_or_path: str | Path) -> Task:
 
 
 _REQUIRED = {"name", "instruction", "objects", "success", "reference"}
-_OPTIONAL = {"tail_s", "robot", "table_size", "table_friction", "targets", "randomize", "camera", "templates"}
+_OPTIONAL = {
+    "tail_s",
+    "robot",
+    "table_size",
+    "table_friction",
+    "targets",
+    "randomize",
+    "camera",
+    "templates",
+    "skeleton",
+}
 
 
 class Task:
@@ -111,6 +184,10 @@ class Task:
         except ModuleNotFoundError:
             raise TaskError(f"task {self.name}: no success check named '{check_name}'") from None
         self._check: Check = module.check
+        self.skeleton: tuple[SkeletonStep, ...] | None = (
+            _parse_skeleton(raw["skeleton"], f"task {self.name}") if "skeleton" in raw else None
+        )
+        """The symbolic skeleton with open parameter ranges, or ``None``."""
         self.nominal_scene = self.scene(0)
 
     # --- scenes ------------------------------------------------------------------------------------------
@@ -187,6 +264,48 @@ class Task:
             )
         except PlanError as exc:
             raise TaskError(f"task {self.name}: reference plan: {exc}") from None
+
+    def skeleton_dims(self) -> list[tuple[int, str]]:
+        """The skeleton's open parameters, in order: (action index, field)."""
+        if self.skeleton is None:
+            raise TaskError(f"task {self.name} has no skeleton")
+        return [(i, name) for i, step in enumerate(self.skeleton) for name in step.ranges]
+
+    def skeleton_plan(self, scene: Scene, start: StartPose, unit: Any, seed: int = 0) -> Plan:
+        """The skeleton's plan with open parameter ``k`` at ``low + unit[k] * (high - low)`` (``unit`` in
+        [0, 1], one value per ``skeleton_dims()``); values are clipped to each action's valid range."""
+        dims = self.skeleton_dims()
+        unit = np.asarray(unit, dtype=float)
+        if unit.shape != (len(dims),):
+            raise TaskError(
+                f"task {self.name}: skeleton needs {len(dims)} parameters, got shape {unit.shape}"
+            )
+        assert self.skeleton is not None
+        names = self.names(scene, start, self.targets(seed))
+        actions: list[dict[str, Any]] = []
+        k = 0
+        for i, step in enumerate(self.skeleton):
+            spec = ACTION_SPECS[step.type]
+            action: dict[str, Any] = {"type": step.type}
+            for name, (lo_bound, hi_bound) in zip(spec.fields, spec.ranges):
+                try:
+                    if name in step.ranges:
+                        low, high = (evaluate(e, names) for e in step.ranges[name])
+                        value = low + float(np.clip(unit[k], 0.0, 1.0)) * (high - low)
+                        k += 1
+                    else:
+                        value = evaluate(step.fixed[name], names)
+                except ExpressionError as exc:
+                    raise TaskError(f"task {self.name}: skeleton action {i} field '{name}': {exc}") from None
+                value = float(np.clip(value, lo_bound, hi_bound))
+                names[f"a{i}.{name}"] = value
+                action[name] = value
+            if step.reason is not None:
+                action["reason"] = step.reason
+            actions.append(action)
+        return Plan.from_actions(
+            actions, description=f"skeleton plan of {self.name}", start_pose=start.to_dict()
+        )
 
     def evaluate(self, rollout: Rollout, scene: Scene, seed: int = 0) -> Evaluation:
         """The task's own success check and progress score for a rollout of ``scene``."""

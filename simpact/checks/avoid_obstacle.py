@@ -16,8 +16,9 @@ from solvers.rollout import Rollout
 def check(
     rollout: Rollout, scene: Scene, targets: Mapping[str, float], params: Mapping[str, Any]
 ) -> Evaluation:
-    """Success: the object's centre lies over the region (a box marker) grown by ``tolerance`` m, the robot
-    has let go of it, and the obstacle moved less than ``max_obstacle_move`` m at every step."""
+    """Success: the object's centre lies over the region (a box marker) grown by ``tolerance`` m, it stands
+    (tilt below ``max_tilt_deg``, default 20), the robot has let go of it, and the obstacle moved less than
+    ``max_obstacle_move`` m at every step."""
     name, obstacle = params["object"], params["obstacle"]
     region = scene.object(params["region"])
     half = np.asarray(region.size[:2]) / 2 + float(params["tolerance"])
@@ -30,9 +31,12 @@ def check(
     touching = robot_touches(rollout, name)
     inside = outside == 0.0
     undisturbed = moved < params["max_obstacle_move"]
-    success = inside and undisturbed and not touching
+    tilt = float(tilt_deg(rollout.final.objects[name].quaternion))
+    upright = tilt < float(params.get("max_tilt_deg", 20.0))
+    success = inside and undisturbed and upright and not touching
     distance = float(np.linalg.norm(final[:2] - np.asarray(region.position[:2])))
     score = progress(distance, 0.05) * (1.0 if undisturbed else 0.5 * progress(moved, 0.02))
+    score *= 1.0 if upright else 0.5
     return Evaluation(
         bool(success),
         score,
@@ -41,7 +45,7 @@ def check(
             "outside_region_m": outside,
             "inside": bool(inside),
             "obstacle_moved_m": moved,
-            "object_tilt_deg": float(tilt_deg(rollout.final.objects[name].quaternion)),
+            "object_tilt_deg": tilt,
             "robot_touching": bool(touching),
         },
     )

@@ -1,0 +1,132 @@
+"""``simpact plan TASK``: Algorithm 1 with a VLM, or a VLM-free planner with ``--vlm none`` (the default).
+
+Writes the run's record under ``--out DIR`` (see :mod:`simpact.planner.report`) and prints a one-line
+summary. Bad input raises :class:`PlanningError`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PlanningError", "add_plan_parser", "build_vlm", "cmd_plan", "offline_result"]
+
+VLM_CHOICES = ("none", "gemini", "openai", "replay")
+METHODS = ("cem", "gaussian", "template")
+
+
+class PlanningError(ValueError):
+    """Bad input to ``simpact plan`` (an unusable VLM setting, a missing file, a missing planner)."""
+
+
+def build_vlm(args: argparse.Namespace) -> Any:
+    """The VLM back-end the flags ask for (wrapped to record its answers with ``--record``), or None."""
+    from simpact.vlm import VLMError, get_vlm
+
+    if args.vlm == "none":
+        if args.replay or args.record or args.model or args.base_url:
+            raise PlanningError("--model, --base-url, --replay and --record need a VLM (--vlm ...)")
+        return None
+    config: dict[str, Any] = {}
+    if args.vlm == "replay":
+        if not args.replay:
+            raise PlanningError("--vlm replay needs --replay FILE (a JSONL file written with --record)")
+        if not Path(args.replay).is_file():
+            raise PlanningError(f"--replay {args.replay}: no such file")
+        config["path"] = args.replay
+    elif args.replay:
+        raise PlanningError("--replay FILE goes with --vlm replay")
+    if args.model:
+        config["model"] = args.model
+    if args.base_url:
+        config["base_url"] = args.base_url
+    try:
+        vlm = get_vlm(args.vlm, **config)
+    except VLMError as exc:
+        raise PlanningError(str(exc)) from None
+    if args.record:
+        from simpact.vlm.replay import RecordingVLM
+
+        vlm = RecordingVLM(vlm, args.record)
+    return vlm
+
+
+def offline_result(task: Any, scene: Any, world: Any, seed: int, method: str, progress: Any = None) -> Any:
+    """Plan without a VLM (``simpact.planner.offline.plan_offline``), as a :class:`PlanResult`."""
+    from simpact.planner.records import PlanResult
+
+    try:
+        from simpact.planner.offline import plan_offline
+    except ImportError as exc:
+        raise PlanningError(
+            f"--vlm none needs the VLM-free planners (simpact.planner.offline): {exc}"
+        ) from None
+    t0 = time.perf_counter()
+    out = plan_offline(task, scene, world, seed, method=method, progress=progress)
+    proposals = list(out.proposals)
+    return PlanResult(
+        task=task.name,
+        seed=seed,
+        proposals=proposals,
+        accepted=out.best if out.success else None,
+        best=out.best,
+        wall_s=time.perf_counter() - t0,
+        vlm=None,
+        iterations=max((p.iteration for p in proposals), default=-1) + 1,
+        method=method,
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> None:
+    """Plan ``args.task`` and write the record under ``args.out``."""
+    from simpact.planner.loop import LoopConfig, plan_with_vlm
+    from simpact.planner.report import write_report
+    from simpact.tasks import load_task
+    from solvers.mujoco.world import MujocoWorld
+
+    try:
+        config = LoopConfig(k=args.k, k_max=args.k_max)
+    except ValueError as exc:
+        raise PlanningError(str(exc)) from None
+    vlm = build_vlm(args)
+    task = load_task(args.task)
+    scene = task.scene(args.seed)
+    world = MujocoWorld(scene)
+
+    def progress(line: str) -> None:
+        print(line, flush=True)
+
+    t0 = time.perf_counter()
+    if vlm is None:
+        result = offline_result(task, scene, world, args.seed, args.method, progress)
+    else:
+        result = plan_with_vlm(task, scene, world, vlm, args.seed, config, progress)
+    result.wall_s = time.perf_counter() - t0
+    path = write_report(result, args.out, world, instruction=task.instruction, video=not args.no_video)
+    verdict = "success" if result.success else "failure"
+    score = f"score {result.chosen.score:.3f}" if result.chosen is not None else "no rollout"
+    print(
+        f"{task.name} seed {args.seed}: {verdict} ({score}), {len(result.proposals)} rollouts, "
+        f"{result.iterations} round(s), {result.wall_s:.1f} s, VLM {result.vlm or 'none'} -> {path}"
+    )
+
+
+def add_plan_parser(verbs: Any) -> argparse.ArgumentParser:
+    """Register ``plan`` on the ``simpact`` subparsers (sets ``func``)."""
+    p = verbs.add_parser("plan", help="plan a task: SIMPACT's VLM loop, or a VLM-free planner offline")
+    p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
+    p.add_argument("--vlm", choices=VLM_CHOICES, default="none", help="VLM back-end (default none: offline)")
+    p.add_argument("--model", help="VLM model name (back-end default otherwise)")
+    p.add_argument("--base-url", help="server URL for an OpenAI-compatible or Gemini endpoint")
+    p.add_argument("--replay", help="JSONL of recorded answers (with --vlm replay)")
+    p.add_argument("--record", help="append every VLM request and answer to this JSONL file")
+    p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
+    p.add_argument("--k", type=int, default=10, help="plans sampled in the first round")
+    p.add_argument("--k-max", type=int, default=13, help="most rollouts in all")
+    p.add_argument("--method", choices=METHODS, default="cem", help="VLM-free planner (with --vlm none)")
+    p.add_argument("--no-video", action="store_true", help="skip rollout.mp4")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_plan)
+    return p

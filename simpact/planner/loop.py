@@ -1,0 +1,359 @@
+"""Algorithm 1 of the paper (§3.2): Sample K plans, roll them out, then Optimize → roll out → TaskSuccess
+until success or K_max rollouts.
+
+Every plan starts from the world's initial snapshot (state-locked branching). The K sample queries are issued
+concurrently, each its own request (role ``sample/i``); their plans roll out in parallel. A malformed answer
+gets one repair round (role ``<role>/repair``); if it is still unusable, or the VLM fails, the attempt is
+recorded as a :class:`~simpact.planner.records.Failure` and the loop goes on: nothing already rolled out is
+lost. The judge is the VLM's TaskSuccess (``evaluate`` prompt) unless ``judge="task"``; the task's own check
+is always recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from simpact.actions import Plan
+from simpact.planner.context import (
+    history_context,
+    initial_image,
+    keyframes,
+    rollout_context,
+    scene_context,
+)
+from simpact.planner.records import Failure, PlanResult, Proposal
+from simpact.scene import Scene
+from simpact.tasks import Task
+from simpact.vlm import VLM, VLMAnswer, VLMError
+from simpact.vlm.answers import (
+    EvaluationAnswer,
+    PlanAnswer,
+    evaluation_schema,
+    parse_evaluation,
+    parse_plan,
+    plan_schema,
+    repair_message,
+)
+from simpact.vlm.prompts import render_prompt
+
+__all__ = ["LoopConfig", "Progress", "plan_with_vlm"]
+
+Progress = Callable[[str], None]
+"""Receives one line per event (a proposal rolled out, a failed query, the verdict)."""
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """Settings of Algorithm 1."""
+
+    k: int = 10
+    """Proposals sampled in the first round, each from its own query."""
+    k_max: int = 13
+    """Most rollouts in all: K samples, then K_max - K optimize rounds (a round without a plan counts)."""
+    sample_temperature: float | None = 1.0
+    optimize_temperature: float | None = 0.7
+    evaluate_temperature: float | None = 0.0
+    judge: Literal["vlm", "task"] = "vlm"
+    """Who decides success: the VLM's TaskSuccess or the task's own check."""
+    judge_samples: bool = False
+    """Also judge the K sampled rollouts (the paper judges only optimized plans)."""
+    images: bool = True
+    """Send the initial image with every query."""
+    keyframes: int = 2
+    """Final frames of this many best rollouts sent to Optimize and of the judged rollout to TaskSuccess
+    (only with ``images``)."""
+    out_of_range: Literal["clamp", "reject"] = "clamp"
+    concurrency: int | None = None
+    """Most VLM queries in flight at once (default: K)."""
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+        if self.k_max < self.k:
+            raise ValueError(f"k_max ({self.k_max}) must be at least k ({self.k})")
+
+
+class _Session:
+    """One planning run's shared state: the VLM, the context, and the record of every exchange."""
+
+    def __init__(
+        self,
+        task: Task,
+        scene: Scene,
+        world: Any,
+        vlm: VLM,
+        seed: int,
+        config: LoopConfig,
+        progress: Progress | None,
+    ) -> None:
+        self.task, self.scene, self.world, self.vlm, self.config = task, scene, world, vlm, config
+        self.seed = seed
+        self.progress = progress or (lambda line: None)
+        self.exchanges: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.snapshot = world.initial_snapshot
+        self.context = scene_context(scene, world.state())
+        self.image: np.ndarray | None = initial_image(world) if config.images else None
+
+    # --- one query with its repair round -----------------------------------------------------------------
+    def _record(self, role: str, parts: Sequence[Any], answer: VLMAnswer | None, error: str | None) -> None:
+        entry: dict[str, Any] = {
+            "role": role,
+            "prompt": "\n\n".join(p for p in parts if isinstance(p, str)),
+            "images": sum(not isinstance(p, str) for p in parts),
+            "answer": answer.text if answer is not None else None,
+            "error": error,
+        }
+        if answer is not None:
+            entry.update(
+                model=answer.model,
+                latency_s=round(answer.latency_s, 3),
+                input_tokens=answer.input_tokens,
+                output_tokens=answer.output_tokens,
+                finish_reason=answer.finish_reason,
+            )
+        with self._lock:
+            self.exchanges.append(entry)
+
+    def _generate(
+        self, role: str, parts: list[Any], schema: Mapping[str, Any], temperature: float | None
+    ) -> VLMAnswer | str:
+        """The answer, or why there is none (a VLM error or an unexpected exception: never raised)."""
+        try:
+            answer = self.vlm.generate(parts, schema, temperature=temperature, role=role)
+        except VLMError as exc:
+            self._record(role, parts, None, str(exc))
+            return f"VLM error: {exc}"
+        except Exception as exc:  # a back-end bug must not lose completed rollouts
+            self._record(role, parts, None, f"{type(exc).__name__}: {exc}")
+            return f"{type(exc).__name__}: {exc}"
+        self._record(role, parts, answer, None)
+        return answer
+
+    def _ask(
+        self,
+        role: str,
+        parts: list[Any],
+        schema: Mapping[str, Any],
+        temperature: float | None,
+        parse: Callable[[VLMAnswer], PlanAnswer | EvaluationAnswer],
+    ) -> tuple[PlanAnswer | EvaluationAnswer | None, str, int]:
+        """Ask, and once more with the errors if the answer is unusable. Returns the usable parse (or
+        None), why not, and how many repair rounds were used (0 or 1)."""
+        answer = self._generate(role, parts, schema, temperature)
+        if isinstance(answer, str):
+            return None, answer, 0
+        parsed = parse(answer)
+        if parsed.ok:
+            return parsed, "", 0
+        first = f"{parsed.kind.value}: {'; '.join(parsed.errors) or 'unusable answer'}"
+        retry = [*parts, *([answer.text] if answer.text.strip() else []), repair_message(parsed)]
+        again = self._generate(f"{role}/repair", retry, schema, temperature)
+        if isinstance(again, str):
+            return None, f"{first}; repair: {again}", 1
+        reparsed = parse(again)
+        if reparsed.ok:
+            return reparsed, "", 1
+        return None, f"{first}; after repair {reparsed.kind.value}: {'; '.join(reparsed.errors)}", 1
+
+    def _parse_plan(self, answer: VLMAnswer) -> PlanAnswer:
+        return parse_plan(answer, out_of_range=self.config.out_of_range)
+
+    def ask_plan(
+        self, role: str, prompt: str, temperature: float | None, images: Sequence[np.ndarray]
+    ) -> Any:
+        parts: list[Any] = [*([self.image] if self.image is not None else []), *images, prompt]
+        parsed, why, repairs = self._ask(role, parts, plan_schema(), temperature, self._parse_plan)
+        if parsed is None:
+            return Failure(-1, role, why)
+        assert isinstance(parsed, PlanAnswer) and parsed.plan is not None
+        notes: dict[str, Any] = {"repairs": repairs}
+        if parsed.clamps:
+            notes["clamps"] = [str(c) for c in parsed.clamps]
+        description = parsed.data.get("description") if isinstance(parsed.data, Mapping) else None
+        if description:
+            notes["description"] = str(description)
+        return parsed.plan, notes
+
+    # --- prompts -----------------------------------------------------------------------------------------
+    def _context_text(self) -> str:
+        return json.dumps(self.context, separators=(",", ":"))
+
+    def sample_prompt(self) -> str:
+        return render_prompt("sample", task=self.task.instruction, context=self._context_text())
+
+    def optimize_prompt(self, proposals: Sequence[Proposal]) -> str:
+        history = json.dumps(history_context(proposals), separators=(",", ":"))
+        return render_prompt(
+            "optimize", task=self.task.instruction, context=self._context_text(), history=history
+        )
+
+    def judge(self, proposal: Proposal) -> None:
+        """Fill ``notes["vlm_success"]`` (and the reason) with the VLM's TaskSuccess verdict."""
+        rollout = json.dumps(rollout_context(proposal.rollout), separators=(",", ":"))
+        prompt = render_prompt(
+            "evaluate", task=self.task.instruction, context=self._context_text(), rollout=rollout
+        )
+        frames = self._keyframes([proposal], 1)
+        parts: list[Any] = [*([self.image] if self.image is not None else []), *frames, prompt]
+        role = f"evaluate/{proposal.source}"
+        parsed, why, repairs = self._ask(
+            role, parts, evaluation_schema(), self.config.evaluate_temperature, parse_evaluation
+        )
+        if parsed is None:
+            proposal.notes.update(vlm_success=False, vlm_error=why)
+            return
+        assert isinstance(parsed, EvaluationAnswer)
+        proposal.notes.update(vlm_success=bool(parsed.success), vlm_reason=parsed.reason)
+        if repairs:
+            proposal.notes["evaluate_repairs"] = repairs
+
+    def _keyframes(self, proposals: Sequence[Proposal], n: int) -> list[np.ndarray]:
+        if self.image is None or self.config.keyframes <= 0 or not proposals:
+            return []
+        chosen = sorted(proposals, key=lambda p: -p.score)[: min(n, self.config.keyframes)]
+        frames: list[np.ndarray] = []
+        for p in chosen:
+            try:
+                frames += keyframes(self.world, p.rollout)
+            except Exception:  # rendering is a nicety; the numbers are in the text
+                pass
+        return frames
+
+    # --- rollouts ----------------------------------------------------------------------------------------
+    def roll_out(
+        self, items: Sequence[tuple[Plan, dict[str, Any], str]], iteration: int
+    ) -> tuple[list[Proposal], list[Failure]]:
+        """Roll every plan out from the initial snapshot (in parallel) and score it with the task's check."""
+        plans = [plan for plan, _, _ in items]
+        tail = self.task.tail_s
+        try:
+            rollouts: list[Any] = list(self.world.rollouts(plans, self.snapshot, tail_s=tail))
+        except Exception:  # one bad plan must not cost the others: roll them one by one
+            rollouts = []
+            for plan in plans:
+                try:
+                    rollouts.append(self.world.rollout(plan, self.snapshot, tail_s=tail))
+                except Exception as exc:
+                    rollouts.append(exc)
+        proposals, failures = [], []
+        for (_, notes, source), rollout in zip(items, rollouts):
+            if isinstance(rollout, Exception):
+                failures.append(
+                    Failure(iteration, source, f"rollout failed: {type(rollout).__name__}: {rollout}")
+                )
+                self.progress(f"  {source}: rollout failed ({rollout})")
+                continue
+            evaluation = self.task.evaluate(rollout, self.scene, self.seed)
+            proposals.append(Proposal(rollout.plan, rollout, evaluation, iteration, source, notes))
+        return proposals, failures
+
+
+def _report(progress: Progress, p: Proposal) -> None:
+    vlm = p.notes.get("vlm_success")
+    judged = "" if vlm is None else f", VLM says {'success' if vlm else 'failure'}"
+    verdict = "success" if p.success else "failure"
+    progress(
+        f"  {p.source}: {len(p.plan.actions)} actions, score {p.score:.3f}, task check {verdict}{judged}"
+    )
+
+
+def _accepted(p: Proposal, judge: str) -> bool:
+    return bool(p.notes.get("vlm_success")) if judge == "vlm" else p.success
+
+
+def plan_with_vlm(
+    task: Task,
+    scene: Scene,
+    world: Any,
+    vlm: VLM,
+    seed: int = 0,
+    config: LoopConfig = LoopConfig(),
+    progress: Progress | None = None,
+) -> PlanResult:
+    """Run Algorithm 1 on ``world`` (a :class:`~solvers.mujoco.world.MujocoWorld` of ``scene``); never raises
+    on a bad answer or a failed query. ``PlanResult.iterations`` counts rounds: the sample round plus each
+    optimize round."""
+    t0 = time.perf_counter()
+    session = _Session(task, scene, world, vlm, seed, config, progress)
+    say = session.progress
+    proposals: list[Proposal] = []
+    failures: list[Failure] = []
+
+    # Sample: K independent queries in flight at once.
+    prompt = session.sample_prompt()
+    roles = [f"sample/{i}" for i in range(config.k)]
+    with ThreadPoolExecutor(config.concurrency or config.k, thread_name_prefix="simpact-vlm") as pool:
+        answers = list(
+            pool.map(lambda role: session.ask_plan(role, prompt, config.sample_temperature, ()), roles)
+        )
+    items = []
+    for role, got in zip(roles, answers):
+        if isinstance(got, Failure):
+            failures.append(Failure(0, role, got.reason))
+            say(f"  {role}: no plan ({got.reason})")
+        else:
+            items.append((got[0], got[1], role))
+    if items:
+        new, lost = session.roll_out(items, 0)
+        proposals += new
+        failures += lost
+        if config.judge_samples and config.judge == "vlm":
+            with ThreadPoolExecutor(config.concurrency or config.k, thread_name_prefix="simpact-vlm") as pool:
+                list(pool.map(session.judge, new))
+        for p in new:
+            _report(say, p)
+    accepted = None
+    if config.judge_samples:
+        accepted = next((i for i, p in enumerate(proposals) if _accepted(p, config.judge)), None)
+
+    # Optimize -> roll out -> TaskSuccess, until accepted or the rollout budget is spent.
+    iteration = 0
+    attempts = config.k_max - config.k  # a failed query spends its slot too, so the loop always ends
+    for _ in range(max(attempts, 0) if accepted is None else 0):
+        iteration += 1
+        role = f"optimize/{iteration}"
+        images = session._keyframes(proposals, 2)
+        got = session.ask_plan(role, session.optimize_prompt(proposals), config.optimize_temperature, images)
+        if isinstance(got, Failure):
+            failures.append(Failure(iteration, role, got.reason))
+            say(f"  {role}: no plan ({got.reason})")
+            continue
+        new, lost = session.roll_out([(got[0], got[1], role)], iteration)
+        failures += lost
+        if not new:
+            continue
+        proposal = new[0]
+        if config.judge == "vlm":
+            session.judge(proposal)
+        proposals.append(proposal)
+        _report(say, proposal)
+        if _accepted(proposal, config.judge):
+            accepted = len(proposals) - 1
+            break
+
+    best = accepted
+    if best is None and proposals:
+        best = max(range(len(proposals)), key=lambda i: (proposals[i].score, -i))
+    return PlanResult(
+        task=task.name,
+        seed=seed,
+        proposals=proposals,
+        accepted=accepted,
+        best=best,
+        wall_s=time.perf_counter() - t0,
+        vlm=vlm.name,
+        iterations=iteration + 1,
+        failures=failures,
+        method="simpact",
+        extra={"vlm_config": vlm.describe(), "judge": config.judge},
+        exchanges=session.exchanges,
+    )

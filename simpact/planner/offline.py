@@ -1,0 +1,201 @@
+"""VLM-free planners: sample or optimise a task's symbolic skeleton against the task's own progress score.
+
+Methods (``plan_offline(..., method=...)``):
+
+* ``template``: uniform samples from the skeleton's parameter ranges (``skeleton:`` in the task config).
+* ``cem`` (the offline default): the cross-entropy method over the skeleton's open parameters normalised to
+  [0, 1], Prompting-with-the-Future style: a uniform first population, then Gaussian populations whose
+  diagonal mean and spread are refit to the best quarter, each population rolled out in parallel from the
+  same snapshot; it stops at the first success or when the time budget is spent.
+* ``gaussian``: the paper's ablation (sec. 4.3): the skeleton's action types with every continuous parameter
+  drawn from a zero-mean Gaussian over end-effector pose deltas, five times as many samples, then refit like
+  ``cem``. An ablation: it is not expected to solve the suite.
+
+Ablation switches: ``no_simulation`` (proposer-verifier: pick one proposal without rolling any out, the one
+nearest the proposal distribution's mean, and roll out only that for the final check) and ``no_optimizer``
+(best of one population, no refit).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from simpact.actions import ACTION_SPECS, Plan, StartPose
+from simpact.planner.records import Proposal
+from simpact.scene import Scene
+from simpact.tasks import Task, TaskError
+from solvers.rollout import Rollout
+
+__all__ = ["METHODS", "OfflineResult", "plan_offline"]
+
+METHODS = ("cem", "template", "gaussian")
+
+POPULATION = 12
+"""Plans per CEM population (rolled out in parallel)."""
+ELITE_FRACTION = 0.25
+MIN_STD = 0.03
+"""Smallest spread of a refit parameter (normalised units), so CEM keeps exploring."""
+SMOOTHING = 0.8
+"""Weight of the elites in each refit (the rest keeps the previous distribution)."""
+GAUSSIAN_FACTOR = 5
+"""The gaussian ablation's first population is this many times larger (paper sec. 4.3)."""
+GAUSSIAN_STD = {"d": 0.1, "dyaw": 0.5}
+"""Spread of the gaussian ablation's deltas per field (m, rad); displacements default to 0.1 m."""
+
+
+class World(Protocol):
+    def start_pose(self) -> StartPose: ...
+
+    def rollouts(self, plans: list[Plan], tail_s: float = 0.0) -> list[Rollout]: ...
+
+
+@dataclass
+class OfflineResult:
+    """Every rolled-out ``proposals`` in order, the ``best`` index (first success, else highest score),
+    whether it succeeded and the wall time, s."""
+
+    proposals: list[Proposal]
+    best: int | None
+    success: bool
+    wall_s: float
+
+
+class _Space:
+    """Maps normalised vectors to plans: the skeleton's ranges, or (gaussian) free pose deltas."""
+
+    def __init__(self, task: Task, scene: Scene, start: StartPose, seed: int, method: str) -> None:
+        if task.skeleton is None:
+            raise TaskError(f"task {task.name} has no 'skeleton:' section; the offline planners need one")
+        self.task, self.scene, self.start, self.seed = task, scene, start, seed
+        self.gaussian = method == "gaussian"
+        if self.gaussian:
+            self.fields = [
+                (i, name) for i, step in enumerate(task.skeleton) for name in ACTION_SPECS[step.type].fields
+            ]
+        else:
+            self.fields = task.skeleton_dims()
+        self.dim = len(self.fields)
+
+    def plan(self, x: np.ndarray) -> Plan:
+        if not self.gaussian:
+            return self.task.skeleton_plan(self.scene, self.start, x, self.seed)
+        # Gaussian ablation: x is in standard-normal units; a parameter is std * x around 0 (GRASP around
+        # half open), clipped to the action's range.
+        assert self.task.skeleton is not None
+        values = dict(zip(self.fields, x))
+        actions = []
+        for i, step in enumerate(self.task.skeleton):
+            spec = ACTION_SPECS[step.type]
+            action: dict[str, object] = {"type": step.type}
+            for name, (lo, hi) in zip(spec.fields, spec.ranges):
+                std = GAUSSIAN_STD.get(name, 0.1)
+                centre = 0.04 if name == "d" else 0.0
+                value = centre + std * float(values[(i, name)])
+                if step.type in ("LIFT", "DESCEND"):
+                    value = abs(value)
+                action[name] = float(np.clip(value, lo, hi))
+            actions.append(action)
+        return Plan.from_actions(
+            actions, description=f"gaussian plan of {self.task.name}", start_pose=self.start.to_dict()
+        )
+
+    def initial(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        if self.gaussian:
+            return rng.standard_normal((n, self.dim))
+        return rng.uniform(0.0, 1.0, (n, self.dim))
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        return x if self.gaussian else np.clip(x, 0.0, 1.0)
+
+
+def plan_offline(
+    task: Task,
+    scene: Scene,
+    world: World,
+    seed: int,
+    method: str = "cem",
+    budget_s: float = 60.0,
+    progress: Callable[[str], None] | None = None,
+    *,
+    population: int = POPULATION,
+    no_simulation: bool = False,
+    no_optimizer: bool = False,
+) -> OfflineResult:
+    """Plan ``task`` in ``scene`` (seed ``seed``, which also seeds the sampler) without a VLM.
+
+    Stops at the first success or when the next population would overrun ``budget_s`` seconds;
+    ``progress`` is called with each proposal as it is judged."""
+    if method not in METHODS:
+        raise ValueError(f"unknown offline method '{method}'; expected one of {', '.join(METHODS)}")
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    space = _Space(task, scene, world.start_pose(), seed, method)
+    proposals: list[Proposal] = []
+    first = population * (GAUSSIAN_FACTOR if method == "gaussian" else 1)
+
+    def judge(xs: np.ndarray, iteration: int, source: str) -> None:
+        plans = [space.plan(x) for x in xs]
+        rollouts = world.rollouts(plans, tail_s=task.tail_s)
+        for k, rollout in enumerate(rollouts):
+            evaluation = task.evaluate(rollout, scene, seed)
+            proposal = Proposal(
+                rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", {"x": xs[k].tolist()}
+            )
+            proposals.append(proposal)
+            if progress is not None:
+                verdict = "success" if evaluation.success else "failure"
+                progress(f"  {proposal.source}: {verdict}, score {evaluation.score:.3f}")
+
+    if no_simulation:
+        xs = space.initial(rng, first)
+        centre = np.zeros(space.dim) if space.gaussian else np.full(space.dim, 0.5)
+        pick = xs[[int(np.argmin(np.linalg.norm(xs - centre, axis=1)))]]
+        judge(pick, 0, f"{method}-verifier")
+        proposals[-1].notes["proposals_considered"] = first
+        return _result(proposals, t0)
+
+    xs = space.initial(rng, first)
+    mean: np.ndarray | None = np.zeros(space.dim) if space.gaussian else None
+    std: np.ndarray | None = np.ones(space.dim) if space.gaussian else None
+    iteration = 0
+    while True:
+        tb = time.perf_counter()
+        judge(xs, iteration, method)
+        batch_s = time.perf_counter() - tb
+        if any(p.success for p in proposals) or no_optimizer:
+            break
+        elapsed = time.perf_counter() - t0
+        n = population
+        if elapsed + batch_s * n / len(xs) > budget_s:
+            break
+        iteration += 1
+        if method == "template":
+            xs = space.initial(rng, n)
+            continue
+        # Refit the diagonal Gaussian to the elites among everything judged so far.
+        scores = np.array([p.score for p in proposals])
+        history = np.array([p.notes["x"] for p in proposals])
+        n_elite = max(2, math.ceil(ELITE_FRACTION * len(xs)))
+        elite = history[np.argsort(-scores, kind="stable")[:n_elite]]
+        e_mean, e_std = elite.mean(axis=0), elite.std(axis=0)
+        if mean is None or std is None:
+            mean, std = e_mean, np.maximum(e_std, MIN_STD)
+        else:
+            mean = SMOOTHING * e_mean + (1 - SMOOTHING) * mean
+            std = np.maximum(SMOOTHING * e_std + (1 - SMOOTHING) * std, MIN_STD)
+        xs = space.clip(mean + std * rng.standard_normal((n, space.dim)))
+    return _result(proposals, t0)
+
+
+def _result(proposals: list[Proposal], t0: float) -> OfflineResult:
+    if not proposals:
+        return OfflineResult([], None, False, time.perf_counter() - t0)
+    wins = [i for i, p in enumerate(proposals) if p.success]
+    best = wins[0] if wins else int(np.argmax([p.score for p in proposals]))
+    return OfflineResult(proposals, best, bool(wins), time.perf_counter() - t0)

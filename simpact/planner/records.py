@@ -1,0 +1,123 @@
+"""What a planning run keeps: every proposal with its rollout and judgement, and the run's result.
+
+Shared by the VLM loop (:mod:`simpact.planner.loop`) and the VLM-free planners
+(:mod:`simpact.planner.offline`). ``PlanResult.to_dict`` is the ``result.json`` contract of ``simpact plan``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpact.actions import Plan
+from simpact.tasks import Evaluation
+from solvers.rollout import Rollout
+
+__all__ = ["Failure", "PlanResult", "Proposal"]
+
+
+@dataclass
+class Proposal:
+    """One plan that was rolled out: its ``rollout``, the task's own ``evaluation`` of it, the loop
+    ``iteration`` it came from (0 = the sample round), its ``source`` (``sample/3``, ``optimize/1``, ``cem``,
+    ...) and free-form ``notes`` (e.g. ``vlm_success``, ``vlm_reason``, ``audit``)."""
+
+    plan: Plan
+    rollout: Rollout
+    evaluation: Evaluation
+    iteration: int
+    source: str
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return float(self.evaluation.score)
+
+    @property
+    def success(self) -> bool:
+        return bool(self.evaluation.success)
+
+    def summary(self) -> dict[str, Any]:
+        """Plan, score, success and source, as ``result.json`` lists them."""
+        out: dict[str, Any] = {
+            "iteration": self.iteration,
+            "source": self.source,
+            "success": self.success,
+            "score": round(self.score, 6),
+            "plan": self.plan.to_dict(),
+        }
+        if "vlm_success" in self.notes:
+            out["vlm_success"] = self.notes["vlm_success"]
+        if "audit" in self.notes:
+            out["audit"] = self.notes["audit"]
+        return out
+
+
+@dataclass
+class Failure:
+    """A query that produced no rollout (malformed answer after repair, VLM error): kept, not fatal."""
+
+    iteration: int
+    source: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "source": self.source, "reason": self.reason}
+
+
+@dataclass
+class PlanResult:
+    """A planning run: all ``proposals`` in order, the ``accepted`` index (judged successful) or ``None``,
+    ``best`` (accepted, else highest task score), timings and the VLM back-end name (``None`` offline)."""
+
+    task: str
+    seed: int
+    proposals: list[Proposal]
+    accepted: int | None
+    best: int | None
+    wall_s: float
+    vlm: str | None
+    iterations: int
+    failures: list[Failure] = field(default_factory=list)
+    audit: dict[str, Any] | None = None
+    method: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More ``result.json`` fields (merged in last)."""
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
+    """Every prompt sent and answer received (written under ``prompts/``, not into ``result.json``)."""
+
+    @property
+    def chosen(self) -> Proposal | None:
+        """The accepted proposal, else the best one."""
+        idx = self.accepted if self.accepted is not None else self.best
+        return None if idx is None else self.proposals[idx]
+
+    @property
+    def success(self) -> bool:
+        """The task's own check on the accepted (or best) rollout."""
+        chosen = self.chosen
+        return bool(chosen is not None and chosen.success)
+
+    def to_dict(self) -> dict[str, Any]:
+        chosen = self.chosen
+        out: dict[str, Any] = {
+            "task": self.task,
+            "seed": self.seed,
+            "success": self.success,
+            "plan": chosen.plan.to_dict() if chosen is not None else None,
+            "score": round(chosen.score, 6) if chosen is not None else None,
+            "accepted": self.accepted,
+            "best": self.best,
+            "iterations": self.iterations,
+            "rollouts": len(self.proposals),
+            "wall_s": round(self.wall_s, 3),
+            "vlm": self.vlm,
+            "method": self.method,
+            "audit": self.audit,
+            "proposals": [p.summary() for p in self.proposals],
+            "failures": [f.to_dict() for f in self.failures],
+        }
+        if any("vlm_success" in p.notes for p in self.proposals):
+            out["vlm_success"] = bool(chosen is not None and chosen.notes.get("vlm_success", False))
+        out.update(self.extra)
+        return out
