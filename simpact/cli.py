@@ -130,24 +130,50 @@ def cmd_render(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_tasks(args: argparse.Namespace) -> None:
-    from simpact.bench.tasks import parse_seeds, run_tasks
+    from simpact.bench.tasks import BenchError, Progress, format_table, parse_seeds, run_tasks
+    from simpact.planner.commands import VLM_ARGUMENTS, build_vlm
     from simpact.tasks import list_tasks, load_task
 
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    vlm: dict[str, Any] = {key: getattr(args, key) for key in VLM_ARGUMENTS}
+    if args.planner == "vlm":
+        if args.vlm is None:
+            raise UsageError("--planner vlm needs --vlm gemini|openai|replay")
+        build_vlm(args)  # a bad VLM setting fails here, before any episode
+    elif args.vlm is not None:
+        raise UsageError(f"--vlm goes with --planner vlm, not --planner {args.planner}")
+    else:
+        build_vlm(argparse.Namespace(**{**vlm, "vlm": "none"}))  # --model etc. need --planner vlm
     names = args.tasks or list_tasks()
     for name in names:
         load_task(name)  # unknown names fail before any work
 
-    def progress(record: dict[str, Any]) -> None:
-        verdict = "ok  " if record["success"] else "FAIL"
-        print(f"  {verdict} {record['task']} seed {record['seed']}: score {record['score']:.3f}", flush=True)
-
-    result = run_tasks(names, seeds, Path(args.out), progress)
-    counts = ", ".join(f"{n} {s['successes']}/{s['runs']}" for n, s in result["tasks"].items())
-    print(f"bench tasks (reference plans, seeds {args.seeds}): {counts} -> {Path(args.out) / 'result.json'}")
+    out = Path(args.out)
+    try:
+        result = run_tasks(
+            names,
+            seeds,
+            out,
+            Progress(sys.stderr),
+            planner=args.planner,
+            vlm=vlm if args.planner == "vlm" else None,
+            workers=args.workers,
+            executor=args.executor,
+        )
+    except BenchError as exc:
+        raise UsageError(str(exc)) from None
+    print(format_table(result))
+    planner = f"vlm {args.vlm}" if args.planner == "vlm" else args.planner
+    print(f"bench tasks ({planner}, seeds {args.seeds}, {args.workers} workers) -> {out / 'result.json'}")
+    if result["errors"]:
+        raise UsageError(
+            f"{len(result['errors'])} episode(s) failed with an error (see above); rerun to retry"
+        )
 
 
 def cmd_bench_audit(args: argparse.Namespace) -> None:
@@ -213,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_audit_parser(verbs)
 
-    from simpact.planner.commands import add_plan_parser
+    from simpact.bench.tasks import EXECUTORS, PLANNERS
+    from simpact.planner.commands import VLM_CHOICES, add_plan_parser, add_vlm_arguments
 
     add_plan_parser(verbs)
 
@@ -224,9 +251,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=5, help="timing pairs per ratio (median reported)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
-    p = bench.add_parser("tasks", help="success of every task's reference plan over seeds (resumable)")
+    p = bench.add_parser("tasks", help="success of a planner on every task over seeds (resumable, parallel)")
     p.add_argument("tasks", nargs="*", help="task names (default: all)")
     p.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 0,3,5")
+    p.add_argument(
+        "--planner",
+        choices=PLANNERS,
+        default="reference",
+        help="reference plans, a VLM-free planner, or SIMPACT's VLM loop (default reference)",
+    )
+    add_vlm_arguments(p, VLM_CHOICES[1:], None, "VLM back-end (with --planner vlm)")
+    p.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="parallel episodes (default: cores)"
+    )
+    p.add_argument(
+        "--executor", choices=EXECUTORS, default="local", help="local process pool, or a Ray cluster (ray)"
+    )
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_tasks)
     p = bench.add_parser("audit", help="SimuGuard precision and recall on a labelled suite (resumable)")

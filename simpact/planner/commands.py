@@ -8,10 +8,19 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PlanningError", "add_plan_parser", "build_vlm", "cmd_plan", "offline_result"]
+__all__ = [
+    "VLM_ARGUMENTS",
+    "PlanningError",
+    "add_plan_parser",
+    "add_vlm_arguments",
+    "build_vlm",
+    "cmd_plan",
+    "offline_result",
+]
 
 VLM_CHOICES = ("none", "gemini", "openai", "replay")
 METHODS = ("cem", "gaussian", "template")
@@ -55,6 +64,7 @@ def build_vlm(args: argparse.Namespace) -> Any:
 
 def offline_result(task: Any, scene: Any, world: Any, seed: int, method: str, progress: Any = None) -> Any:
     """Plan without a VLM (``simpact.planner.offline.plan_offline``), as a :class:`PlanResult`."""
+    from simpact.planner.audit import audit_summary
     from simpact.planner.records import PlanResult
 
     try:
@@ -76,6 +86,7 @@ def offline_result(task: Any, scene: Any, world: Any, seed: int, method: str, pr
         vlm=None,
         iterations=max((p.iteration for p in proposals), default=-1) + 1,
         method=method,
+        audit=audit_summary(proposals),
     )
 
 
@@ -105,6 +116,14 @@ def cmd_plan(args: argparse.Namespace) -> None:
         result = plan_with_vlm(task, scene, world, vlm, args.seed, config, progress)
     result.wall_s = time.perf_counter() - t0
     path = write_report(result, args.out, world, instruction=task.instruction, video=not args.no_video)
+    if args.rerun:
+        from simpact.planner.rerun_log import log_session
+
+        try:
+            rrd = log_session(result, scene, Path(args.out) / "session.rrd")
+        except ImportError as exc:
+            raise PlanningError(str(exc)) from None
+        print(f"Rerun recording -> {rrd}", flush=True)
     verdict = "success" if result.success else "failure"
     score = f"score {result.chosen.score:.3f}" if result.chosen is not None else "no rollout"
     print(
@@ -113,20 +132,35 @@ def cmd_plan(args: argparse.Namespace) -> None:
     )
 
 
-def add_plan_parser(verbs: Any) -> argparse.ArgumentParser:
-    """Register ``plan`` on the ``simpact`` subparsers (sets ``func``)."""
-    p = verbs.add_parser("plan", help="plan a task: SIMPACT's VLM loop, or a VLM-free planner offline")
-    p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
-    p.add_argument("--vlm", choices=VLM_CHOICES, default="none", help="VLM back-end (default none: offline)")
+VLM_ARGUMENTS = ("vlm", "model", "base_url", "replay", "record", "k", "k_max")
+"""Destinations of the flags of :func:`add_vlm_arguments` (what :func:`build_vlm` and ``LoopConfig`` read)."""
+
+
+def add_vlm_arguments(
+    p: argparse.ArgumentParser, choices: Sequence[str], default: str | None, vlm_help: str
+) -> None:
+    """Add the VLM flags of ``simpact plan`` to ``p``: ``--vlm`` (``choices``, ``default``), ``--model``,
+    ``--base-url``, ``--replay``, ``--record``, and Algorithm 1's ``--k`` and ``--k-max``."""
+    p.add_argument("--vlm", choices=choices, default=default, help=vlm_help)
     p.add_argument("--model", help="VLM model name (back-end default otherwise)")
     p.add_argument("--base-url", help="server URL for an OpenAI-compatible or Gemini endpoint")
     p.add_argument("--replay", help="JSONL of recorded answers (with --vlm replay)")
     p.add_argument("--record", help="append every VLM request and answer to this JSONL file")
-    p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument("--k", type=int, default=10, help="plans sampled in the first round")
     p.add_argument("--k-max", type=int, default=13, help="most rollouts in all")
+
+
+def add_plan_parser(verbs: Any) -> argparse.ArgumentParser:
+    """Register ``plan`` on the ``simpact`` subparsers (sets ``func``)."""
+    p = verbs.add_parser("plan", help="plan a task: SIMPACT's VLM loop, or a VLM-free planner offline")
+    p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
+    add_vlm_arguments(p, VLM_CHOICES, "none", "VLM back-end (default none: offline)")
+    p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument("--method", choices=METHODS, default="cem", help="VLM-free planner (with --vlm none)")
     p.add_argument("--no-video", action="store_true", help="skip rollout.mp4")
+    p.add_argument(
+        "--rerun", action="store_true", help="also log the session to DIR/session.rrd (needs rerun-sdk)"
+    )
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=cmd_plan)
     return p

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from simpact.actions import Plan
+from simpact.planner.audit import audit_rollout, audit_summary, describe_events
 from simpact.planner.context import (
     history_context,
     initial_image,
@@ -253,8 +254,17 @@ class _Session:
                 self.progress(f"  {source}: rollout failed ({rollout})")
                 continue
             evaluation = self.task.evaluate(rollout, self.scene, self.seed)
+            notes = {**notes, **self._audit(rollout)}
             proposals.append(Proposal(rollout.plan, rollout, evaluation, iteration, source, notes))
         return proposals, failures
+
+    def _audit(self, rollout: Any) -> dict[str, Any]:
+        """SimuGuard's flagged events for the proposal's notes, and a flag line for the Optimize context."""
+        try:
+            events = audit_rollout(self.world, rollout, self.task.tail_s, self.snapshot)
+        except Exception as exc:  # an audit failure is recorded, never fatal
+            return {"audit_error": f"{type(exc).__name__}: {exc}"}
+        return {"audit": events, "flags": [describe_events(events)]} if events else {"audit": []}
 
 
 def _report(progress: Progress, p: Proposal) -> None:
@@ -267,6 +277,9 @@ def _report(progress: Progress, p: Proposal) -> None:
 
 
 def _accepted(p: Proposal, judge: str) -> bool:
+    """Judged successful, on a rollout SimuGuard did not flag."""
+    if p.notes.get("audit"):
+        return False
     return bool(p.notes.get("vlm_success")) if judge == "vlm" else p.success
 
 
@@ -354,6 +367,7 @@ def plan_with_vlm(
         iterations=iteration + 1,
         failures=failures,
         method="simpact",
+        audit=audit_summary(proposals),
         extra={"vlm_config": vlm.describe(), "judge": config.judge},
         exchanges=session.exchanges,
     )

@@ -27,6 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from simpact.actions import ACTION_SPECS, Plan, StartPose
+from simpact.planner.audit import audit_rollout
 from simpact.planner.records import Proposal
 from simpact.scene import Scene
 from simpact.tasks import Task, TaskError
@@ -126,11 +127,13 @@ def plan_offline(
     population: int = POPULATION,
     no_simulation: bool = False,
     no_optimizer: bool = False,
+    audit: bool = True,
 ) -> OfflineResult:
     """Plan ``task`` in ``scene`` (seed ``seed``, which also seeds the sampler) without a VLM.
 
-    Stops at the first success or when the next population would overrun ``budget_s`` seconds;
-    ``progress`` is called with each proposal as it is judged."""
+    Stops at the first trusted success or when the next population would overrun ``budget_s`` seconds;
+    ``progress`` is called with a line per proposal as it is judged. With ``audit``, every successful
+    rollout is re-executed under SimuGuard and a success with a contact artifact is not trusted."""
     if method not in METHODS:
         raise ValueError(f"unknown offline method '{method}'; expected one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
@@ -144,9 +147,10 @@ def plan_offline(
         rollouts = world.rollouts(plans, tail_s=task.tail_s)
         for k, rollout in enumerate(rollouts):
             evaluation = task.evaluate(rollout, scene, seed)
-            proposal = Proposal(
-                rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", {"x": xs[k].tolist()}
-            )
+            notes: dict[str, object] = {"x": xs[k].tolist()}
+            if audit and evaluation.success:
+                notes["audit"] = audit_rollout(world, rollout, task.tail_s)  # type: ignore[arg-type]
+            proposal = Proposal(rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", notes)
             proposals.append(proposal)
             if progress is not None:
                 verdict = "success" if evaluation.success else "failure"
@@ -168,7 +172,7 @@ def plan_offline(
         tb = time.perf_counter()
         judge(xs, iteration, method)
         batch_s = time.perf_counter() - tb
-        if any(p.success for p in proposals) or no_optimizer:
+        if any(_trusted(p) for p in proposals) or no_optimizer:
             break
         elapsed = time.perf_counter() - t0
         n = population
@@ -193,9 +197,16 @@ def plan_offline(
     return _result(proposals, t0)
 
 
+def _trusted(proposal: Proposal) -> bool:
+    """A success whose rollout SimuGuard did not flag."""
+    return proposal.success and not proposal.notes.get("audit")
+
+
 def _result(proposals: list[Proposal], t0: float) -> OfflineResult:
     if not proposals:
         return OfflineResult([], None, False, time.perf_counter() - t0)
-    wins = [i for i, p in enumerate(proposals) if p.success]
-    best = wins[0] if wins else int(np.argmax([p.score for p in proposals]))
+    wins = [i for i, p in enumerate(proposals) if _trusted(p)]
+    # Without a trusted success, the best score among rollouts with no flagged artifact.
+    scores = [p.score if not p.notes.get("audit") else -1.0 for p in proposals]
+    best = wins[0] if wins else int(np.argmax(scores))
     return OfflineResult(proposals, best, bool(wins), time.perf_counter() - t0)

@@ -18,14 +18,19 @@ def test_perf_reports_ratios_and_checks_parallel_equals_serial():
 
 def test_bench_tasks_is_resumable(tmp_path, capsys):
     out = tmp_path / "bench"
-    assert main(["bench", "tasks", "non_toppling_push", "--seeds", "1-2", "--out", str(out)]) == 0
+    args = ["bench", "tasks", "non_toppling_push", "--workers", "1", "--out", str(out)]
+    assert main([*args, "--seeds", "1-2"]) == 0
     result = json.loads((out / "result.json").read_text())
-    assert result["tasks"]["non_toppling_push"]["successes"] == 2
+    summary = result["tasks"]["non_toppling_push"]
+    assert summary["successes"] == 2 and summary["runs"] == 2 and summary["mean_rollouts"] == 1
+    assert result["planner"] == "reference" and result["seeds"] == [1, 2] and result["workers"] == 1
     lines = (out / "runs.jsonl").read_text().splitlines()
     assert len(lines) == 2
     capsys.readouterr()
-    assert main(["bench", "tasks", "non_toppling_push", "--seeds", "1-3", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.count("seed") == 2  # only seed 3 ran, then the summary line
+    assert main([*args, "--seeds", "1-3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count(" seed ") == 1  # only seed 3 ran (progress on stderr)
+    assert "non_toppling_push  3/3" in captured.out  # the per-task table
     assert len((out / "runs.jsonl").read_text().splitlines()) == 3
 
 

@@ -89,3 +89,31 @@ def test_unknown_names_and_missing_skeletons_are_reported(push):
         plan_offline(Task(raw), scene, world, seed=1)
     with pytest.raises(ValueError, match="unknown offline method"):
         plan_offline(task, scene, world, seed=1, method="annealing")
+
+
+def test_a_success_with_a_contact_artifact_is_not_trusted(monkeypatch):
+    """The offline planner re-executes successes under SimuGuard; a flagged one does not stop the search."""
+    import simpact.planner.offline as offline
+    from simpact.tasks import load_task
+    from solvers.mujoco.world import MujocoWorld
+
+    fake = {"body": "carton", "peak_speed": 3.1, "onset_s": 0.5}
+    monkeypatch.setattr(offline, "audit_rollout", lambda world, rollout, tail_s: [fake])
+    task = load_task("non_toppling_push")
+    scene = task.scene(5)  # seed 5: the first population already holds a success
+    result = offline.plan_offline(task, scene, MujocoWorld(scene), 5, no_optimizer=True)
+    assert not result.success  # every success was flagged
+    assert any(p.success and p.notes["audit"] == [fake] for p in result.proposals)
+    assert not result.proposals[result.best].notes.get("audit")
+
+
+def test_planner_audit_reproduces_the_rollout_bit_for_bit():
+    from simpact.planner.audit import audit_rollout
+    from simpact.tasks import load_task
+    from solvers.mujoco.world import MujocoWorld
+
+    task = load_task("non_toppling_push")
+    scene = task.scene(0)
+    world = MujocoWorld(scene)
+    rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
+    assert audit_rollout(world, rollout, task.tail_s) == []  # checks equality internally, no artifact

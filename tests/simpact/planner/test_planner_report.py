@@ -47,7 +47,8 @@ def test_report_files_and_contract(run, tmp_path, monkeypatch):
     path = write_report(result, out, world, instruction=task.instruction, video=False)
     payload = json.loads(path.read_text())
     assert CONTRACT <= payload.keys()
-    assert payload["success"] is True and payload["vlm_success"] is True and payload["audit"] is None
+    assert payload["success"] is True and payload["vlm_success"] is True
+    assert payload["audit"]["audited"] == len(payload["proposals"]) and payload["audit"]["flagged"] == 0
     assert payload["rollouts"] == 3 and payload["iterations"] == 2 and payload["vlm"] == "scripted"
     assert [p["source"] for p in payload["proposals"]] == ["sample/0", "sample/1", "optimize/1"]
     assert all({"plan", "score", "success", "source"} <= p.keys() for p in payload["proposals"])

@@ -1,0 +1,140 @@
+"""``simpact bench tasks`` with a planner, a process pool or Ray: resumable after a kill, one writer."""
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+from collections import Counter
+from pathlib import Path
+
+from simpact.bench.tasks import Episode, Progress, run_episode, run_tasks
+from simpact.cli import main
+
+TASK = "non_toppling_push"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _wait_for_line(path: Path, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count("\n") >= 1:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    raise AssertionError(f"no episode in {path} after {timeout_s} s")
+
+
+def test_killed_bench_resumes_without_losing_or_repeating_an_episode(tmp_path):
+    out = tmp_path / "bench"
+    command = [sys.executable, "-m", "simpact.cli", "bench", "tasks", TASK, "--seeds", "1-3"]
+    command += ["--workers", "2", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        _wait_for_line(out / "runs.jsonl", proc)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its pool workers: its own process group
+        proc.communicate()
+    assert 1 <= len(_lines(out / "runs.jsonl")) <= 3
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    seen = Counter((r["task"], r["seed"]) for r in _lines(out / "runs.jsonl"))
+    assert seen == {(TASK, 1): 1, (TASK, 2): 1, (TASK, 3): 1}
+    result = json.loads((out / "result.json").read_text())
+    summary = result["tasks"][TASK]
+    assert summary["runs"] == 3 and summary["successes"] == 3 and summary["failed_seeds"] == []
+    for key in ("mean_score", "mean_wall_s", "max_wall_s", "mean_rollouts"):
+        assert summary[key] > 0
+    assert result["resumed"] >= 1 and result["workers"] == 2 and result["errors"] == []
+    assert f"{TASK}  3/3" in done.stdout and "total" in done.stdout  # the per-task table
+
+
+def test_cem_planner_episode_solves_a_rigid_task():
+    record = run_episode(Episode(TASK, 5, "cem"))  # one CEM population
+    assert record["success"] is True and record["planner"] == "cem" and record["method"] == "cem"
+    assert record["rollouts"] >= 1 and record["plan"]["actions"]
+    assert "proposals" not in record  # the JSONL line stays small
+    json.dumps(record)
+
+
+def test_a_torn_last_line_is_cut_and_a_mixed_planner_is_refused(tmp_path):
+    log = tmp_path / "runs.jsonl"
+    first = run_episode(Episode(TASK, 1))
+    log.write_text(json.dumps(first) + "\n" + '{"task": "non_toppling_pu')
+    result = run_tasks([TASK], [1], tmp_path)
+    assert result["resumed"] == 1 and log.read_text() == json.dumps(first) + "\n"
+    assert main(["bench", "tasks", TASK, "--seeds", "1", "--planner", "cem", "--out", str(tmp_path)]) == 2
+
+
+def test_ray_executor_without_ray_names_the_install(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    argv = ["bench", "tasks", TASK, "--seeds", "1", "--executor", "ray", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("simpact bench: error:") and "pip install ray" in err
+
+
+def test_ray_executor_submits_each_episode_as_a_task(tmp_path, monkeypatch):
+    calls: list[str] = []
+    fake = types.ModuleType("ray")
+    fake.is_initialized = lambda: False  # type: ignore[attr-defined]
+
+    def init(address=None, num_cpus=None):
+        calls.append(f"init {address} {num_cpus}")
+        if address == "auto":
+            raise ConnectionError("no cluster")
+
+    class Remote:
+        def __init__(self, func):
+            self.func = func
+
+        def remote(self, *args):
+            return self.func(*args)  # the object ref is the value itself
+
+    fake.init = init  # type: ignore[attr-defined]
+    fake.remote = Remote  # type: ignore[attr-defined]
+    fake.wait = lambda refs, num_returns: (refs[:num_returns], refs[num_returns:])  # type: ignore[attr-defined]
+    fake.get = lambda ref: ref  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    result = run_tasks([TASK], [1, 2], tmp_path, executor="ray", workers=3)
+    assert calls == ["init auto None", "init None 3"]  # no cluster found: a local one
+    assert result["tasks"][TASK]["successes"] == 2 and result["executor"] == "ray"
+
+
+def test_vlm_flags_are_checked_before_any_episode(tmp_path):
+    base = ["bench", "tasks", TASK, "--seeds", "1", "--out", str(tmp_path)]
+    assert main([*base, "--planner", "vlm"]) == 2  # no --vlm
+    assert main([*base, "--vlm", "gemini"]) == 2  # --vlm without --planner vlm
+    assert main([*base, "--planner", "vlm", "--vlm", "replay"]) == 2  # no --replay FILE
+    assert main([*base, "--model", "m"]) == 2
+    assert not (tmp_path / "runs.jsonl").exists()
+
+
+def test_progress_plain_lines_and_terminal_bar():
+    plain = io.StringIO()
+    progress = Progress(plain, tty=False)
+    progress.start(2, [])
+    record = {"task": TASK, "seed": 1, "success": True, "score": 0.9, "rollouts": 1, "plan_wall_s": 0.5}
+    progress.record(record)
+    progress.close()
+    assert (
+        plain.getvalue().count("\n") == 1
+        and "[1/2] 1 ok" in plain.getvalue()
+        and "\r" not in plain.getvalue()
+    )
+    bar = io.StringIO()
+    progress = Progress(bar, tty=True)
+    progress.start(1, [])
+    progress.record(record)
+    progress.close()
+    assert "\r" in bar.getvalue() and "[1/1] 1 ok" in bar.getvalue() and bar.getvalue().endswith("\n")
