@@ -129,15 +129,22 @@ def cmd_render(args: argparse.Namespace) -> None:
     )
 
 
+def _seeds(text: str) -> list[int]:
+    """``--seeds`` (``1-10``, ``0,3,5``) as a list, or a one-line usage error."""
+    from simpact.bench.tasks import parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_bench_tasks(args: argparse.Namespace) -> None:
-    from simpact.bench.tasks import BenchError, Progress, format_table, parse_seeds, run_tasks
+    from simpact.bench.tasks import BenchError, Progress, format_table, run_tasks
     from simpact.planner.commands import VLM_ARGUMENTS, build_vlm
     from simpact.tasks import list_tasks, load_task
 
-    try:
-        seeds = parse_seeds(args.seeds)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    seeds = _seeds(args.seeds)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     vlm: dict[str, Any] = {key: getattr(args, key) for key in VLM_ARGUMENTS}
@@ -178,12 +185,8 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
 
 def cmd_bench_audit(args: argparse.Namespace) -> None:
     from simpact.bench.audit import run_audit_bench
-    from simpact.bench.tasks import parse_seeds
 
-    try:
-        seeds = parse_seeds(args.seeds)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
+    seeds = _seeds(args.seeds)
 
     def progress(record: dict[str, Any]) -> None:
         verdict = "ok  " if record["correct"] else "MISS"
