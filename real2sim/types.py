@@ -1,0 +1,100 @@
+"""The values passed between real2sim's stages: table plane → segments → reconstructed objects → parameters.
+
+Frames: the camera frame is OpenCV's (x right, y down, z forward, metres). The world frame is the robot base
+when the frame carries ``T_base_cam``; otherwise it is defined by the table plane (z up along its normal,
+z = 0 on the table surface). Either way the table top is at world z = 0 in the scene that real2sim builds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane", "PARAMETER_SOURCES", "KINDS"]
+
+#: Solvers a reconstructed object can be simulated with: MuJoCo, projective dynamics, MPM.
+KINDS = ("rigid", "pd", "mpm")
+#: Where a physical parameter came from.
+PARAMETER_SOURCES = ("vlm", "material_table", "task", "user", "default")
+
+
+@dataclasses.dataclass(eq=False)
+class TablePlane:
+    """The support plane and the world frame it (or the calibration) defines."""
+
+    normal_cam: np.ndarray
+    """(3,) unit normal of the table in the camera frame, pointing towards the camera (up)."""
+    offset_m: float
+    """Plane ``normal_cam · p + offset_m = 0`` for camera-frame points ``p`` (m)."""
+    T_world_cam: np.ndarray
+    """(4, 4) camera-to-world transform (m)."""
+    inliers: np.ndarray
+    """(H, W) bool: pixels whose point lies on the table."""
+    world_frame: str
+    """``"T_base_cam"`` (robot base, from calibration) or ``"table_plane"`` (z up along the table normal)."""
+    table_height_m: float = 0.0
+    """World z of the table surface (0 for ``table_plane``; measured when the base frame is calibrated)."""
+
+
+@dataclasses.dataclass(eq=False)
+class Segment:
+    """One object's pixels in the frame."""
+
+    label: str
+    mask: np.ndarray
+    """(H, W) bool."""
+    score: float = 1.0
+    """Detector confidence in [0, 1] (1 for given masks)."""
+    source: str = "geometric"
+    """Back-end that produced it: ``geometric``, ``masks`` or ``grounded_sam2``."""
+
+
+@dataclasses.dataclass(eq=False)
+class ObjectGeometry:
+    """An object's completed shape and its 6-DoF pose in the world frame (table top at z = 0)."""
+
+    label: str
+    mesh: Any
+    """``trimesh.Trimesh`` in the object frame (m), watertight, centred on its bounding-box centre."""
+    position: np.ndarray
+    """(3,) world position of the object frame's origin (m)."""
+    quaternion: np.ndarray
+    """(4,) world orientation (w, x, y, z)."""
+    extent: np.ndarray
+    """(3,) edge lengths of the oriented bounding box, object-frame axes (m)."""
+    points_world: np.ndarray
+    """(N, 3) the observed surface points of the object (m)."""
+    symmetry: str = "none"
+    """``"rotational"`` (about object z), ``"mirror"``, ``"box"`` or ``"none"``: used for completion and for
+    symmetry-aware rotation errors."""
+    concave: bool = False
+    """True for bowls, mugs and other shapes that need convex decomposition for contact."""
+    fit_rmse_m: float = 0.0
+    """RMS distance of the observed points to the posed mesh surface (m)."""
+    shape_source: str = "geometric"
+    pose_source: str = "icp"
+
+
+@dataclasses.dataclass
+class PhysicalParameters:
+    """An object's simulation parameters, SI units; ``sources`` says where each value came from."""
+
+    kind: str = "rigid"
+    """``rigid`` (MuJoCo), ``pd`` (projective dynamics) or ``mpm`` (Warp MPM)."""
+    mass_kg: float = 0.1
+    friction: float = 0.5
+    """Coulomb coefficient against the table and the fingers."""
+    young_modulus_pa: float | None = None
+    poisson_ratio: float | None = None
+    density_kg_m3: float | None = None
+    material: str | None = None
+    """MPM material: one of jelly, metal, sand, foam, plasticine."""
+    friction_angle_deg: float | None = None
+    yield_stress_pa: float | None = None
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Field name → one of :data:`PARAMETER_SOURCES`."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
