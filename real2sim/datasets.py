@@ -1,0 +1,154 @@
+"""Readers for raw RGB-D frames (PoseCNN / YCB-Video PNG pairs, 6-DoF GraspNet ``.npy`` dicts) and the one
+helper that locates the shared test data.
+
+The shared data lives beside the checkout (``<repo root>/../shared/data``) or wherever the environment
+variable ``SIMPACT_SHARED_DATA`` points; it is read in place and never copied into the project. Frames read
+from these formats carry no ``T_base_cam``: real2sim then defines the world frame by the table plane.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from real2sim.frame import Frame, FrameError, read_frame_bundle
+
+__all__ = [
+    "SHARED_DATA_ENV",
+    "YCB_SIZES_M",
+    "REAL_FRAMES",
+    "SharedDataMissing",
+    "read_any_frame",
+    "read_graspnet_frame",
+    "read_posecnn_frame",
+    "shared_data_dir",
+]
+
+#: Environment variable naming the shared data folder (default: ``<repo root>/../shared/data``).
+SHARED_DATA_ENV = "SIMPACT_SHARED_DATA"
+
+#: YCB-Video camera intrinsics (pixels) of the PoseCNN demo frames.
+POSECNN_K = np.array([[1066.778, 0.0, 312.9869], [0.0, 1067.487, 241.3109], [0.0, 0.0, 1.0]])
+#: PoseCNN depth PNG unit: 1/10000 m.
+POSECNN_DEPTH_SCALE = 1e-4
+
+#: Approximate outer dimensions (m) of YCB objects, sorted ascending (for orientation-free comparison).
+YCB_SIZES_M: dict[str, tuple[float, float, float]] = {
+    "cracker box": (0.060, 0.158, 0.210),
+    "mustard bottle": (0.058, 0.095, 0.190),
+    "sugar box": (0.038, 0.089, 0.175),
+    "tomato soup can": (0.066, 0.066, 0.101),
+    "potted meat can": (0.050, 0.082, 0.097),
+    "bowl": (0.055, 0.16, 0.16),
+}
+
+#: The real frames under ``<shared data>/rgbd`` and the objects in each whose size is known: relative path
+#: -> {label: key of :data:`YCB_SIZES_M`}. Other objects in the frame (drill, banana, scissors, ...) have
+#: no reference size.
+REAL_FRAMES: dict[str, dict[str, str]] = {
+    "rgbd/posecnn/000001-color.png": {
+        "cracker box": "cracker box",
+        "mustard bottle": "mustard bottle",
+        "tomato soup can": "tomato soup can",
+    },
+    "rgbd/posecnn/000002-color.png": {"sugar box": "sugar box", "tomato soup can": "tomato soup can"},
+    "rgbd/posecnn/000003-color.png": {
+        "potted meat can": "potted meat can",
+        "tomato soup can": "tomato soup can",
+        "red bowl": "bowl",
+    },
+    "rgbd/6dof_graspnet/cheezit.npy": {"cracker box": "cracker box"},
+    "rgbd/6dof_graspnet/mustard.npy": {"mustard bottle": "mustard bottle"},
+    "rgbd/6dof_graspnet/green_bowl.npy": {"green bowl": "bowl"},
+}
+
+
+class SharedDataMissing(FileNotFoundError):
+    """The shared data folder (or a file in it) is absent; the message names the setting to change."""
+
+
+def shared_data_dir(*parts: str) -> Path:
+    """The shared data folder (or ``parts`` inside it); raises :class:`SharedDataMissing` if absent.
+
+    Looks at ``$SIMPACT_SHARED_DATA`` first, then ``<repo root>/../shared/data``.
+    """
+    env = os.environ.get(SHARED_DATA_ENV)
+    root = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    path = root.joinpath(*parts)
+    if not path.exists():
+        where = f"${SHARED_DATA_ENV}={env}" if env else f"the default {root} (set ${SHARED_DATA_ENV})"
+        raise SharedDataMissing(f"shared data {path} not found; looked in {where}")
+    return path
+
+
+def read_posecnn_frame(color_path: str | os.PathLike[str], K: Any = None) -> Frame:
+    """A PoseCNN / YCB-Video frame: ``NNNNNN-color.png`` and the ``NNNNNN-depth.png`` beside it (uint16,
+    1/10000 m). ``K`` defaults to the YCB-Video camera (:data:`POSECNN_K`)."""
+    from PIL import Image
+
+    color = Path(color_path)
+    if not color.name.endswith("-color.png"):
+        raise FrameError(f"{color}: a PoseCNN colour image is named NNNNNN-color.png")
+    depth_path = color.with_name(color.name[: -len("-color.png")] + "-depth.png")
+    for path in (color, depth_path):
+        if not path.is_file():
+            raise FrameError(f"{path}: missing file")
+    rgb = np.asarray(Image.open(color).convert("RGB"), dtype=np.uint8)
+    raw = np.asarray(Image.open(depth_path))
+    if raw.dtype not in (np.uint16, np.int32) or raw.ndim != 2:
+        raise FrameError(
+            f"{depth_path}: expected a 16-bit single-channel depth PNG, got {raw.dtype} {raw.shape}"
+        )
+    depth = (raw.astype(np.float64) * POSECNN_DEPTH_SCALE).astype(np.float32)
+    return Frame(
+        rgb=rgb,
+        depth=depth,
+        K=POSECNN_K if K is None else K,
+        metadata={"source": str(color), "format": "posecnn"},
+    )
+
+
+def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
+    """A 6-DoF GraspNet demo frame: a pickled dict with ``image`` (RGB uint8), ``depth`` (float32 m, NaN or 0
+    invalid) and ``intrinsics_matrix``. Its ``base_to_camera_rt`` is a placeholder and is ignored."""
+    path = Path(npy_path)
+    if not path.is_file():
+        raise FrameError(f"{path}: missing file")
+    try:
+        data = np.load(path, allow_pickle=True, encoding="latin1").item()
+    except (OSError, ValueError) as err:
+        raise FrameError(f"{path}: cannot read a pickled dict ({err})") from err
+    if not isinstance(data, dict):
+        raise FrameError(f"{path}: expected a pickled dict, got {type(data).__name__}")
+    missing = [k for k in ("image", "depth", "intrinsics_matrix") if k not in data]
+    if missing:
+        raise FrameError(f"{path}: missing keys {missing}")
+    depth = np.asarray(data["depth"], dtype=np.float32).copy()
+    depth[~np.isfinite(depth)] = 0.0
+    depth[depth < 0] = 0.0
+    return Frame(
+        rgb=np.asarray(data["image"], dtype=np.uint8),
+        depth=depth,
+        K=np.asarray(data["intrinsics_matrix"], dtype=np.float64),
+        metadata={"source": str(path), "format": "6dof_graspnet"},
+    )
+
+
+def read_any_frame(path: str | os.PathLike[str]) -> Frame:
+    """Read a frame bundle directory, a PoseCNN ``*-color.png`` or a GraspNet ``*.npy``."""
+    p = Path(path)
+    if p.is_dir():
+        return read_frame_bundle(p)
+    if p.name.endswith("-color.png"):
+        return read_posecnn_frame(p)
+    if p.suffix == ".npy":
+        return read_graspnet_frame(p)
+    if not p.exists():
+        raise FrameError(f"{p}: no such file or directory")
+    raise FrameError(
+        f"{p}: unknown frame format; expected a bundle directory, a PoseCNN NNNNNN-color.png or a "
+        "6-DoF GraspNet .npy"
+    )

@@ -1,0 +1,434 @@
+"""Object segmentation back-ends, chosen by name: ``geometric`` (default), ``masks``, ``grounded_sam2``.
+
+``segment(frame, table, labels, backend)`` returns one :class:`~real2sim.types.Segment` per label it found,
+in the order of ``labels``; a label with no segment is left out (the caller reports it).
+
+- ``geometric``: the pixels standing above the table plane, split into connected regions at depth
+  discontinuities; regions that do not rest on the table (the robot arm, background clutter beyond the
+  table's edge) are dropped. Regions are matched to labels by an ``assign(rgb, clusters, labels)``
+  callable when one is given (e.g. a VLM), otherwise by the colour and size words in the labels
+  ("green bowl", "small box"); labels without such words take the remaining regions in decreasing size
+  (first label = largest region).
+- ``masks``: the masks that came with the frame (e.g. rendered ground truth), matched to labels by name.
+- ``grounded_sam2``: GroundingDINO boxes for the labels, refined into masks by SAM 2, loaded from local
+  checkpoints named by environment variables (see :func:`grounded_sam2_settings`); nothing downloads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from real2sim.frame import Frame
+from real2sim.table import camera_points, heights_above_table
+from real2sim.types import Segment, TablePlane
+
+__all__ = [
+    "COLOURS",
+    "SEGMENTERS",
+    "AssignFn",
+    "Cluster",
+    "SegmentationError",
+    "find_clusters",
+    "grounded_sam2_settings",
+    "label_words",
+    "segment",
+]
+
+
+class SegmentationError(ValueError):
+    """A segmentation back-end cannot run or its input is wrong; the message names the setting or input."""
+
+
+@dataclasses.dataclass(eq=False)
+class Cluster:
+    """A candidate object region found by the geometric segmenter."""
+
+    mask: np.ndarray
+    """(H, W) bool."""
+    pixels: int
+    height_m: float
+    """Highest point above the table (m, 98th percentile)."""
+    footprint_m: tuple[float, float]
+    """Extent along the two principal horizontal directions (m, large first)."""
+    colour_rgb: tuple[int, int, int]
+    """Median colour of the region."""
+
+    @property
+    def size_m3(self) -> float:
+        """Bounding volume (m^3), the size used to rank regions."""
+        return float(self.footprint_m[0] * self.footprint_m[1] * self.height_m)
+
+
+#: ``assign(rgb, clusters, labels) -> {cluster index: label}``: e.g. a VLM shown the regions.
+AssignFn = Callable[[np.ndarray, Sequence[Cluster], Sequence[str]], Mapping[int, str]]
+
+#: Colour words understood in labels, with a reference sRGB colour.
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (200, 30, 30),
+    "green": (40, 160, 60),
+    "blue": (30, 70, 200),
+    "yellow": (230, 200, 40),
+    "orange": (240, 130, 30),
+    "white": (235, 235, 235),
+    "black": (25, 25, 25),
+    "grey": (128, 128, 128),
+    "gray": (128, 128, 128),
+    "silver": (170, 170, 175),
+    "brown": (130, 80, 40),
+    "purple": (120, 50, 150),
+    "pink": (240, 130, 170),
+    "cyan": (40, 180, 190),
+    "teal": (40, 160, 160),
+    "beige": (210, 185, 140),
+    "tan": (210, 180, 140),
+}
+_SMALL = frozenset({"small", "little", "tiny", "mini", "short", "narrow", "smaller", "smallest"})
+_LARGE = frozenset({"large", "big", "wide", "tall", "huge", "larger", "bigger", "largest", "biggest"})
+
+
+def label_words(label: str) -> list[str]:
+    """Lower-case words of a label (``"green_bowl"`` -> ``["green", "bowl"]``)."""
+    return [w for w in re.split(r"[^a-z0-9]+", label.lower()) if w]
+
+
+def _normalise(name: str) -> str:
+    return " ".join(label_words(name))
+
+
+# --- masks --------------------------------------------------------------------------------------------------
+
+
+def _segment_masks(frame: Frame, table: TablePlane, labels: Sequence[str], **options: Any) -> list[Segment]:
+    if options:
+        raise SegmentationError(f"segmenter 'masks' takes no options, got {sorted(options)}")
+    if frame.masks is None:
+        raise SegmentationError("segmenter 'masks' needs a frame with masks (Frame.masks is None)")
+    by_name: dict[str, int] = {}
+    for obj_id, name in sorted(frame.mask_names.items()):
+        by_name.setdefault(_normalise(name), obj_id)
+    wanted = list(labels) if labels else [frame.mask_names[i] for i in sorted(frame.mask_names)]
+    out = []
+    for label in wanted:
+        found = by_name.get(_normalise(label))
+        if found is None:
+            raise SegmentationError(
+                f"label {label!r} names no mask of the frame; "
+                f"its masks are {sorted(frame.mask_names.values())}"
+            )
+        mask = frame.masks == found
+        if mask.any():
+            out.append(Segment(label=label, mask=mask, score=1.0, source="masks"))
+    return out
+
+
+# --- geometric ----------------------------------------------------------------------------------------------
+
+
+def find_clusters(
+    frame: Frame,
+    table: TablePlane,
+    *,
+    min_height_m: float = 0.008,
+    max_height_m: float = 0.45,
+    touch_m: float = 0.03,
+    jump_m: float = 0.015,
+    min_pixels: int = 80,
+    min_table_ring: float = 0.15,
+) -> list[Cluster]:
+    """Regions of pixels standing on the table, largest first.
+
+    A pixel is a candidate if its point is ``min_height_m`` to ``max_height_m`` (m) above the table; regions
+    are split where neighbouring points are more than ``jump_m`` (m, at 1 m range, growing with depth) apart.
+    A region is kept if it has ``min_pixels``, its lowest points are within ``touch_m`` of the table (or
+    hidden behind a kept region in front of it), it is no taller than ``max_height_m``, and at least
+    ``min_table_ring`` of the valid pixels around it are table.
+    """
+    import cv2
+
+    pts, valid = camera_points(frame, 1)
+    height = np.where(valid, heights_above_table(table, pts), 0.0)
+    candidate = valid & (height > min_height_m)
+    # Break the candidate map at depth discontinuities (occlusion boundaries between objects).
+    z = frame.depth.astype(np.float64)
+    thr = jump_m * np.maximum(z, 0.3)
+    edge = np.zeros_like(candidate)
+    dz_x = np.abs(np.diff(z, axis=1)) > thr[:, 1:]
+    dz_y = np.abs(np.diff(z, axis=0)) > thr[1:, :]
+    edge[:, 1:] |= dz_x
+    edge[:, :-1] |= dz_x
+    edge[1:, :] |= dz_y
+    edge[:-1, :] |= dz_y
+    region = cv2.morphologyEx((candidate & ~edge).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
+
+    T = table.T_world_cam
+    kernel = np.ones((9, 9), np.uint8)
+    raw: list[tuple[int, np.ndarray, float, float]] = []
+    for k in range(1, count):
+        if stats[k, cv2.CC_STAT_AREA] < min_pixels:
+            continue
+        mask = labels_img == k
+        h = height[mask]
+        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
+        if top > max_height_m:
+            continue
+        ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & ~candidate & valid
+        if ring.sum() and table.inliers[ring].mean() < min_table_ring:
+            continue
+        raw.append((k, mask, low, top))
+    kept: list[tuple[np.ndarray, float]] = [(m, top) for _, m, low, top in raw if low <= touch_m]
+    # A region whose bottom is hidden behind a kept region nearer the camera still rests on the table.
+    near = np.zeros_like(candidate)
+    for m, _ in kept:
+        near |= m
+    for _, m, low, top in raw:
+        if low <= touch_m:
+            continue
+        below = np.zeros_like(m)
+        below[1:] = m[:-1]
+        below &= near & ~m
+        if below.any() and np.median(z[below]) < np.median(z[m]):
+            kept.append((m, top))
+
+    clusters = []
+    for mask, top in kept:
+        p_world = pts[mask] @ T[:3, :3].T + T[:3, 3]
+        xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)
+        _, _, vt = np.linalg.svd(xy, full_matrices=False)
+        proj = xy @ vt.T
+        ext = np.percentile(proj, 98, axis=0) - np.percentile(proj, 2, axis=0)
+        colour = np.median(frame.rgb[mask], axis=0)
+        clusters.append(
+            Cluster(
+                mask=mask,
+                pixels=int(mask.sum()),
+                height_m=top,
+                footprint_m=(float(max(ext)), float(min(ext))),
+                colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
+            )
+        )
+    clusters.sort(key=lambda c: -c.size_m3)
+    return clusters
+
+
+def _lab(rgb: Sequence[float]) -> np.ndarray:
+    import cv2
+
+    px = np.asarray(rgb, dtype=np.float32).reshape(1, 1, 3) / 255.0
+    return np.asarray(cv2.cvtColor(px, cv2.COLOR_RGB2Lab)[0, 0], dtype=np.float64)
+
+
+def _colour_cost(cluster_rgb: Sequence[float], word: str) -> float:
+    """Distance in Lab (chroma weighted fully, lightness by half), scaled to about [0, 1]."""
+    a, b = _lab(cluster_rgb), _lab(COLOURS[word])
+    return float(np.hypot(np.hypot(a[1] - b[1], a[2] - b[2]), 0.5 * (a[0] - b[0])) / 100.0)
+
+
+def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict[int, str]:
+    """Hungarian matching of clusters to labels by colour words, size words, then size order."""
+    from scipy.optimize import linear_sum_assignment
+
+    n_c, n_l = len(clusters), len(labels)
+    if n_c == 0 or n_l == 0:
+        return {}
+    order = np.argsort([-c.size_m3 for c in clusters], kind="stable")
+    rank = np.empty(n_c)
+    rank[order] = np.arange(n_c) / max(n_c - 1, 1)  # 0 = largest, 1 = smallest
+    cost = np.zeros((n_c, n_l))
+    plain = 0
+    for j, label in enumerate(labels):
+        words = label_words(label)
+        colours = [w for w in words if w in COLOURS]
+        hinted = False
+        if colours:
+            hinted = True
+            for i, c in enumerate(clusters):
+                cost[i, j] += 2.0 * min(_colour_cost(c.colour_rgb, w) for w in colours)
+        if _SMALL.intersection(words):
+            hinted = True
+            cost[:, j] += 1.0 - rank
+        elif _LARGE.intersection(words):
+            hinted = True
+            cost[:, j] += rank
+        if not hinted:  # the k-th plain label prefers the k-th largest cluster
+            cost[:, j] += 0.5 * np.abs(rank - plain / max(n_c - 1, 1))
+            plain += 1
+        cost[:, j] += 1e-3 * rank  # tie-break towards larger clusters
+    rows, cols = linear_sum_assignment(cost)
+    return {int(i): labels[int(j)] for i, j in zip(rows, cols)}
+
+
+def _segment_geometric(
+    frame: Frame,
+    table: TablePlane,
+    labels: Sequence[str],
+    *,
+    assign: AssignFn | None = None,
+    **options: Any,
+) -> list[Segment]:
+    try:
+        clusters = find_clusters(frame, table, **options)
+    except TypeError as err:
+        raise SegmentationError(f"segmenter 'geometric': bad option ({err})") from None
+    if not labels:
+        return [Segment(f"object_{i}", c.mask, 0.5, "geometric") for i, c in enumerate(clusters)]
+    if assign is not None:
+        mapping = dict(assign(frame.rgb, clusters, list(labels)))
+        bad = {i: lab for i, lab in mapping.items() if not (0 <= int(i) < len(clusters)) or lab not in labels}
+        if bad:
+            raise SegmentationError(
+                f"assign returned {bad}: keys must be cluster indices 0..{len(clusters) - 1} and values "
+                f"among the labels {list(labels)}"
+            )
+        score = 0.9
+    else:
+        mapping = _assign_by_hints(clusters, labels)
+        score = 0.5
+    by_label: dict[str, int] = {}
+    for i, lab in sorted(mapping.items()):
+        by_label.setdefault(lab, int(i))
+    return [
+        Segment(label, clusters[by_label[label]].mask, score, "geometric")
+        for label in labels
+        if label in by_label
+    ]
+
+
+# --- GroundingDINO + SAM 2 ---------------------------------------------------------------------------------
+
+#: Environment variables holding the local GroundingDINO and SAM 2 files.
+GROUNDED_SAM2_ENV = {
+    "dino_config": "SIMPACT_GROUNDING_DINO_CONFIG",
+    "dino_checkpoint": "SIMPACT_GROUNDING_DINO_CHECKPOINT",
+    "sam2_config": "SIMPACT_SAM2_CONFIG",
+    "sam2_checkpoint": "SIMPACT_SAM2_CHECKPOINT",
+}
+
+
+def grounded_sam2_settings(**overrides: str | None) -> dict[str, str]:
+    """The four paths the ``grounded_sam2`` back-end needs, from ``overrides`` or the environment
+    (:data:`GROUNDED_SAM2_ENV`); raises :class:`SegmentationError` naming the missing setting."""
+    out = {}
+    for key, env in GROUNDED_SAM2_ENV.items():
+        value = overrides.get(key) or os.environ.get(env)
+        if not value:
+            raise SegmentationError(
+                f"segmenter 'grounded_sam2' needs {key}: set ${env} (or pass {key}=...) to a local file"
+            )
+        if key != "sam2_config" and not os.path.exists(value):
+            raise SegmentationError(f"segmenter 'grounded_sam2': {key} {value!r} (${env}) does not exist")
+        out[key] = value
+    return out
+
+
+_GSAM2_CACHE: dict[tuple[str, ...], tuple[Any, Any]] = {}
+
+
+def _segment_grounded_sam2(
+    frame: Frame,
+    table: TablePlane,
+    labels: Sequence[str],
+    *,
+    box_threshold: float = 0.35,
+    text_threshold: float = 0.25,
+    device: str | None = None,
+    **paths: str | None,
+) -> list[Segment]:
+    if not labels:
+        raise SegmentationError("segmenter 'grounded_sam2' needs labels (the text prompts)")
+    settings = grounded_sam2_settings(**paths)
+    try:
+        import torch
+        from groundingdino.util.inference import load_model, predict
+        from sam2.build_sam import build_sam2
+        from sam2.sam2_image_predictor import SAM2ImagePredictor
+    except ImportError as err:
+        raise SegmentationError(
+            f"segmenter 'grounded_sam2' needs the packages groundingdino and sam2 (and torch): {err}"
+        ) from None
+    import groundingdino.datasets.transforms as gd_transforms
+    from PIL import Image
+
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    key = (
+        settings["dino_config"],
+        settings["dino_checkpoint"],
+        settings["sam2_config"],
+        settings["sam2_checkpoint"],
+        dev,
+    )
+    if key not in _GSAM2_CACHE:
+        dino = load_model(settings["dino_config"], settings["dino_checkpoint"], device=dev)
+        sam = SAM2ImagePredictor(build_sam2(settings["sam2_config"], settings["sam2_checkpoint"], device=dev))
+        _GSAM2_CACHE[key] = (dino, sam)
+    dino, sam = _GSAM2_CACHE[key]
+    transform = gd_transforms.Compose(
+        [
+            gd_transforms.RandomResize([800], max_size=1333),
+            gd_transforms.ToTensor(),
+            gd_transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        ]
+    )
+    image, _ = transform(Image.fromarray(frame.rgb), None)
+    sam.set_image(frame.rgb)
+    h, w = frame.height, frame.width
+    out = []
+    for label in labels:
+        boxes, logits, _ = predict(
+            model=dino,
+            image=image,
+            caption=_normalise(label) + ".",
+            box_threshold=box_threshold,
+            text_threshold=text_threshold,
+            device=dev,
+        )
+        if len(boxes) == 0:
+            continue
+        best = int(torch.argmax(logits))
+        cx, cy, bw, bh = (float(v) for v in boxes[best])
+        xyxy = np.array([(cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h])
+        masks, scores, _ = sam.predict(box=xyxy[None], multimask_output=False)
+        mask = np.asarray(masks[0]) > 0.5
+        if mask.any():
+            out.append(
+                Segment(
+                    label, mask, float(logits[best]) * float(np.asarray(scores).ravel()[0]), "grounded_sam2"
+                )
+            )
+    return out
+
+
+SEGMENTERS: dict[str, Callable[..., list[Segment]]] = {
+    "geometric": _segment_geometric,
+    "masks": _segment_masks,
+    "grounded_sam2": _segment_grounded_sam2,
+}
+
+
+def segment(
+    frame: Frame,
+    table: TablePlane,
+    labels: Sequence[str],
+    backend: str = "geometric",
+    *,
+    assign: AssignFn | None = None,
+    **options: Any,
+) -> list[Segment]:
+    """Segment the objects named by ``labels`` (in that order) with the back-end ``backend``.
+
+    ``assign`` (``geometric`` only) maps the found regions to labels; ``options`` go to the back-end. Labels
+    that are not found are left out. An empty ``labels`` returns every region the back-end finds.
+    """
+    if backend not in SEGMENTERS:
+        raise SegmentationError(f"unknown segmenter {backend!r}; expected one of {sorted(SEGMENTERS)}")
+    if backend == "geometric":
+        return _segment_geometric(frame, table, labels, assign=assign, **options)
+    if assign is not None:
+        raise SegmentationError(f"assign applies to the 'geometric' segmenter, not {backend!r}")
+    return SEGMENTERS[backend](frame, table, labels, **options)

@@ -1,0 +1,154 @@
+"""The table plane and the world frame it defines.
+
+:func:`fit_table` finds the support plane by seeded RANSAC (open3d) on a subsampled point cloud, refines it
+by least squares on its inliers and returns a :class:`~real2sim.types.TablePlane`.
+
+World frame (``TablePlane.T_world_cam``), table top always at world z = 0:
+
+- with ``frame.T_base_cam``: the robot base frame shifted down by the measured table height, so
+  ``p_base = p_world + (0, 0, table_height_m)``; x, y and the axes are the base frame's;
+- without it: z along the table normal (up), origin where the optical axis meets the table (the foot of the
+  camera's perpendicular if it does not), x along the optical axis projected onto the table (away from the
+  camera), y = z × x. ``table_height_m`` is 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from real2sim.frame import Frame
+from real2sim.types import TablePlane
+
+__all__ = ["TableError", "camera_points", "fit_table", "heights_above_table"]
+
+
+class TableError(ValueError):
+    """No table plane could be found in the frame."""
+
+
+def camera_points(frame: Frame, stride: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Back-project every ``stride``-th pixel: (h, w, 3) camera-frame points (m) and (h, w) validity."""
+    depth = frame.depth[::stride, ::stride].astype(np.float64)
+    h, w = depth.shape
+    v, u = np.mgrid[0:h, 0:w].astype(np.float64) * stride
+    fx, fy, cx, cy, s = frame.K[0, 0], frame.K[1, 1], frame.K[0, 2], frame.K[1, 2], frame.K[0, 1]
+    y = (v - cy) / fy * depth
+    x = (u - cx - s * (v - cy) / fy) / fx * depth
+    return np.stack([x, y, depth], axis=-1), depth > 0
+
+
+def heights_above_table(table: TablePlane, points_cam: np.ndarray) -> np.ndarray:
+    """Signed distance (m) of camera-frame points (..., 3) above the table plane (positive: camera side)."""
+    return np.asarray(points_cam @ table.normal_cam + table.offset_m)
+
+
+def fit_table(
+    frame: Frame,
+    *,
+    distance_threshold_m: float = 0.006,
+    max_points: int = 20000,
+    max_tilt_deg: float = 30.0,
+    min_share: float = 0.3,
+    seed: int = 0,
+) -> TablePlane:
+    """Fit the table plane of ``frame``.
+
+    The table is the largest RANSAC plane whose normal is within ``max_tilt_deg`` of "up": the base frame's z
+    when calibrated, otherwise the camera's -y (image up) tilted up to 80° — a camera looking down at a table.
+    Among the up-facing planes with at least ``min_share`` of the largest one's points, the one nearest to
+    the camera wins (a floor seen around a small table is farther). Pixels within ``distance_threshold_m``
+    (m) of the refined plane are its inliers.
+    """
+    import open3d as o3d
+
+    stride = max(1, int(np.ceil(np.sqrt(frame.depth.size / (4 * max_points)))))
+    pts, valid = camera_points(frame, stride)
+    cloud = pts[valid]
+    if len(cloud) < 100:
+        raise TableError(f"only {len(cloud)} valid depth pixels: cannot fit a table plane")
+    rng = np.random.default_rng(seed)
+    if len(cloud) > max_points:
+        cloud = cloud[rng.choice(len(cloud), max_points, replace=False)]
+
+    if frame.T_base_cam is not None:
+        up_cam = frame.T_base_cam[:3, :3].T @ np.array([0.0, 0.0, 1.0])
+        cos_min = np.cos(np.deg2rad(max_tilt_deg))
+    else:
+        up_cam = np.array([0.0, -1.0, 0.0])
+        cos_min = np.cos(np.deg2rad(80.0))
+
+    o3d.utility.random.seed(seed)
+    remaining = cloud
+    candidates: list[tuple[np.ndarray, float, int]] = []
+    for _ in range(4):
+        if len(remaining) < 200:
+            break
+        pcd = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(remaining))
+        model, idx = pcd.segment_plane(distance_threshold_m, 3, 300)
+        n = np.asarray(model[:3], dtype=np.float64)
+        d = float(model[3])
+        norm = float(np.linalg.norm(n))
+        n, d = n / norm, d / norm
+        if d < 0:  # orient the normal towards the camera (the camera origin is on the positive side)
+            n, d = -n, -d
+        if float(n @ up_cam) >= cos_min:
+            candidates.append((n, d, len(idx)))
+        keep = np.ones(len(remaining), bool)
+        keep[np.asarray(idx, dtype=np.int64)] = False
+        remaining = remaining[keep]
+    if not candidates:
+        raise TableError(
+            "no plane facing up was found in the depth (is a table visible, and is T_base_cam right?)"
+        )
+    # The table is the nearest large up-facing plane: a floor seen around a small table is farther away.
+    largest = max(c[2] for c in candidates)
+    best = min((c for c in candidates if c[2] >= min_share * largest), key=lambda c: c[1])
+    n, d, _ = best
+    # Least-squares refinement on the inliers (two rounds, tightening the band).
+    for band in (2.0 * distance_threshold_m, distance_threshold_m):
+        near = cloud[np.abs(cloud @ n + d) < band]
+        centroid = near.mean(axis=0)
+        _, _, vt = np.linalg.svd(near - centroid, full_matrices=False)
+        n_new = vt[2] * np.sign(vt[2] @ n)
+        n, d = n_new, float(-n_new @ centroid)
+
+    full, full_valid = camera_points(frame, 1)
+    inliers = full_valid & (np.abs(full @ n + d) < distance_threshold_m)
+    T_world_cam, height, world_frame = _world_frame(frame, n, d, full[inliers])
+    return TablePlane(
+        normal_cam=n,
+        offset_m=d,
+        T_world_cam=T_world_cam,
+        inliers=inliers,
+        world_frame=world_frame,
+        table_height_m=height,
+    )
+
+
+def _world_frame(
+    frame: Frame, n: np.ndarray, d: float, table_points_cam: np.ndarray
+) -> tuple[np.ndarray, float, str]:
+    if frame.T_base_cam is not None:
+        T_base_cam = frame.T_base_cam
+        # The median base-frame z of the table's points (robust to a slightly tilted calibration).
+        z_base = table_points_cam @ T_base_cam[2, :3] + T_base_cam[2, 3]
+        height = float(np.median(z_base))
+        T = T_base_cam.copy()
+        T[2, 3] -= height
+        return T, height, "T_base_cam"
+    optical = np.array([0.0, 0.0, 1.0])
+    denom = float(n @ optical)
+    if denom < -0.1:  # the optical axis hits the table in front of the camera
+        origin = optical * (-d / denom)
+    else:
+        origin = -d * n
+    x_axis = optical - (optical @ n) * n
+    if np.linalg.norm(x_axis) < 1e-6:  # looking straight down: use image "up" as forward
+        x_axis = np.array([0.0, -1.0, 0.0]) - (-n[1]) * n
+    x_axis /= np.linalg.norm(x_axis)
+    y_axis = np.cross(n, x_axis)
+    R_cam_world = np.stack([x_axis, y_axis, n], axis=1)  # world axes in camera coordinates
+    T_cam_world = np.eye(4)
+    T_cam_world[:3, :3] = R_cam_world
+    T_cam_world[:3, 3] = origin
+    return np.linalg.inv(T_cam_world), 0.0, "table_plane"
