@@ -277,6 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pictures", action="store_true", help="also write an HTML report with plots per episode")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench_audit)
+
+    from simpact.bench.sim2real import add_sim2real_parser
+
+    add_sim2real_parser(bench)
     return parser
 
 
