@@ -47,7 +47,7 @@ def object_points(
     *,
     max_points: int = 3000,
     erode_px: int = 1,
-    min_height_m: float = 0.002,
+    min_height_m: float = -0.003,
     seed: int = 0,
 ) -> np.ndarray:
     """World points (N, 3) of the masked pixels (m), at most ``max_points`` (uniformly subsampled).
@@ -93,12 +93,14 @@ def perceive(
     pose: str = "icp",
     assign: AssignFn | None = None,
     max_points: int = 3000,
+    erode_px: int = 1,
 ) -> Perception:
     """Find the table and reconstruct the objects named by ``labels`` in ``frame``.
 
     Objects that are not found, or whose shape cannot be completed, are left out with a warning; the
     returned segments and objects are in the order of ``labels``. ``assign`` maps geometric regions to
-    labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used.
+    labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
+    masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background).
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
@@ -119,13 +121,16 @@ def perceive(
     kept_segments: list[Segment] = []
     objects: list[ObjectGeometry] = []
     for seg in segments:
-        pts = object_points(frame, table, seg.mask, max_points=max_points)
+        pts = object_points(frame, table, seg.mask, max_points=max_points, erode_px=erode_px)
         if len(pts) < 20:
             warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
             continue
         t0 = time.perf_counter()
         view = pts[:, :2].mean(axis=0) - cam_world[:2]
-        options: dict[str, object] = {"view_dir_xy": view}
+        # The silhouette lost to erosion, half a pixel more for the pixel's own footprint (m).
+        z_med = float(np.median(frame.depth[seg.mask & (frame.depth > 0)]))
+        pad = (erode_px + 0.5) * z_med / float(frame.K[0, 0])
+        options: dict[str, object] = {"view_dir_xy": view, "pad_m": pad}
         if shape == "hunyuan3d":
             options = {"rgb": frame.rgb, "mask": seg.mask}
         try:

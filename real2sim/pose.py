@@ -93,9 +93,7 @@ def _icp(
             T[:3, 3] = [*pts[:, :2].mean(axis=0), rest_z if upright else pts[:, 2].mean()]
             starts.append(T)
 
-    sampled, face_idx = trimesh.sample.sample_surface_even(mesh, samples, seed=seed)
-    if len(sampled) < samples // 4:
-        sampled, face_idx = trimesh.sample.sample_surface(mesh, samples, seed=seed)
+    sampled, face_idx = trimesh.sample.sample_surface(mesh, samples, seed=seed)
     model = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(np.asarray(sampled)))
     model.normals = o3d.utility.Vector3dVector(np.asarray(mesh.face_normals)[face_idx])
     observed = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(pts))

@@ -140,14 +140,20 @@ def find_clusters(
     jump_m: float = 0.015,
     min_pixels: int = 80,
     min_table_ring: float = 0.15,
+    min_support: float = 0.15,
+    robot_base_radius_m: float = 0.15,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
 
     A pixel is a candidate if its point is ``min_height_m`` to ``max_height_m`` (m) above the table; regions
     are split where neighbouring points are more than ``jump_m`` (m, at 1 m range, growing with depth) apart.
-    A region is kept if it has ``min_pixels``, its lowest points are within ``touch_m`` of the table (or
-    hidden behind a kept region in front of it), it is no taller than ``max_height_m``, and at least
-    ``min_table_ring`` of the valid pixels around it are table.
+    A region is kept if it has ``min_pixels``, is no taller than ``max_height_m``, at least
+    ``min_table_ring`` of the valid pixels around it are table, and it rests on the table: its lowest points
+    are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
+    table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
+    a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
+    Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
+    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped.
     """
     import cv2
 
@@ -157,19 +163,36 @@ def find_clusters(
     # Break the candidate map at depth discontinuities (occlusion boundaries between objects).
     z = frame.depth.astype(np.float64)
     thr = jump_m * np.maximum(z, 0.3)
+    # Each jump cuts off its farther pixel only, so thin near surfaces (a bowl's rim) stay connected.
     edge = np.zeros_like(candidate)
-    dz_x = np.abs(np.diff(z, axis=1)) > thr[:, 1:]
-    dz_y = np.abs(np.diff(z, axis=0)) > thr[1:, :]
-    edge[:, 1:] |= dz_x
-    edge[:, :-1] |= dz_x
-    edge[1:, :] |= dz_y
-    edge[:-1, :] |= dz_y
-    region = cv2.morphologyEx((candidate & ~edge).astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    dz_x = np.diff(z, axis=1)
+    dz_y = np.diff(z, axis=0)
+    edge[:, 1:] |= dz_x > thr[:, 1:]
+    edge[:, :-1] |= -dz_x > thr[:, 1:]
+    edge[1:, :] |= dz_y > thr[1:, :]
+    edge[:-1, :] |= -dz_y > thr[1:, :]
+    region = (candidate & ~edge).astype(np.uint8)
     count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
+    region = region > 0
+
+    # Coarse regions (loose depth cuts): a region attached to something too tall to be an object, or to
+    # something leaving the image at its top (the robot arm), belongs to it.
+    loose = np.zeros_like(candidate)
+    jx = np.abs(np.diff(z, axis=1)) > 4 * thr[:, 1:]
+    jy = np.abs(np.diff(z, axis=0)) > 4 * thr[1:, :]
+    loose[:, 1:] |= jx
+    loose[1:, :] |= jy
+    n_coarse, coarse = cv2.connectedComponents((candidate & ~loose).astype(np.uint8), connectivity=8)
+    coarse_top = np.zeros(n_coarse)
+    np.maximum.at(coarse_top, coarse[candidate], height[candidate])
+    tall = coarse_top > max_height_m
+    tall[np.unique(coarse[:2][candidate[:2]])] = True  # leaves the image at the top: the arm, clutter
+    tall[0] = False
 
     T = table.T_world_cam
+    robot_base = table.world_frame == "T_base_cam"
     kernel = np.ones((9, 9), np.uint8)
-    raw: list[tuple[int, np.ndarray, float, float]] = []
+    regions: list[tuple[np.ndarray, float, float, bool]] = []  # mask, top, support fraction, attached
     for k in range(1, count):
         if stats[k, cv2.CC_STAT_AREA] < min_pixels:
             continue
@@ -181,20 +204,28 @@ def find_clusters(
         ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & ~candidate & valid
         if ring.sum() and table.inliers[ring].mean() < min_table_ring:
             continue
-        raw.append((k, mask, low, top))
-    kept: list[tuple[np.ndarray, float]] = [(m, top) for _, m, low, top in raw if low <= touch_m]
-    # A region whose bottom is hidden behind a kept region nearer the camera still rests on the table.
+        if tall[coarse[mask]].mean() > 0.5:  # part of the robot arm (or another tall structure)
+            continue
+        p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
+        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
+            continue
+        support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
+        regions.append((mask, top, support, False))
+    kept = [(m, top) for m, top, support, _ in regions if support >= min_support]
+    # A hovering region whose bottom is hidden behind a kept region nearer the camera rests on the table too.
     near = np.zeros_like(candidate)
     for m, _ in kept:
         near |= m
-    for _, m, low, top in raw:
-        if low <= touch_m:
+    for m, top, support, attached in regions:
+        if support >= min_support or attached:
             continue
         below = np.zeros_like(m)
-        below[1:] = m[:-1]
+        below[2:] = m[:-2] & ~m[1:-1]
+        below |= np.roll(below, 1, axis=0) | np.roll(below, 2, axis=0)
         below &= near & ~m
-        if below.any() and np.median(z[below]) < np.median(z[m]):
+        if below.any() and np.median(z[below]) < np.median(z[m]) - 0.01:
             kept.append((m, top))
+    kept = _merge_nested(kept, pts, table)
 
     clusters = []
     for mask, top in kept:
@@ -215,6 +246,59 @@ def find_clusters(
         )
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
+
+
+def _support_fraction(
+    mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
+) -> float:
+    """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
+    point is within ``max_gap_m`` (m)."""
+    bottom = mask.copy()
+    bottom[:-1] &= ~mask[1:]
+    rows, cols = np.nonzero(bottom)
+    if len(rows) == 0:
+        return 0.0
+    n_rows = mask.shape[0]
+    supported = np.zeros(len(rows), bool)
+    resolved = np.zeros(len(rows), bool)
+    for k in range(1, reach_px + 1):
+        r = np.minimum(rows + k, n_rows - 1)
+        hit = ~resolved & (rows + k < n_rows) & table_px[r, cols]
+        gap = np.linalg.norm(pts[r, cols] - pts[rows, cols], axis=1)
+        supported |= hit & (gap < max_gap_m)
+        resolved |= hit
+    return float(supported.mean())
+
+
+def _merge_nested(
+    regions: list[tuple[np.ndarray, float]], pts: np.ndarray, table: TablePlane, share: float = 0.6
+) -> list[tuple[np.ndarray, float]]:
+    """Merge each region into a larger one when ``share`` of its top-view points lie in that one's outline."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    T = table.T_world_cam
+    rng = np.random.default_rng(0)
+    out: list[list[Any]] = []  # mask, top, hull half-planes (m, 3) or None
+    for mask, top in sorted(regions, key=lambda r: -int(r[0].sum())):
+        p = pts[mask]
+        if len(p) > 1000:
+            p = p[rng.choice(len(p), 1000, replace=False)]
+        xy = (p @ T[:3, :3].T + T[:3, 3])[:, :2]
+        for host in out:
+            if (
+                host[2] is not None
+                and np.mean(np.all(xy @ host[2][:, :2].T + host[2][:, 2] <= 0, axis=1)) >= share
+            ):
+                host[0] = host[0] | mask
+                host[1] = max(host[1], top)
+                break
+        else:
+            try:
+                planes = np.asarray(ConvexHull(xy).equations)
+            except QhullError:
+                planes = None
+            out.append([mask, top, planes])
+    return [(m, t) for m, t, _ in out]
 
 
 def _lab(rgb: Sequence[float]) -> np.ndarray:

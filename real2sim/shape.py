@@ -146,21 +146,25 @@ def _fit_rectangle(xy: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float
 # --- geometric back-end ------------------------------------------------------------------------------------
 
 
-def _box(points: np.ndarray) -> Shape:
+def _box(points: np.ndarray, pad_m: float) -> Shape:
     yaw, centre, size, _ = _fit_rectangle(points[:, :2])
-    top = float(np.percentile(points[:, 2], 99.5))
+    size = size + 2 * pad_m
+    top = max(float(np.percentile(points[:, 2], 99.5)), 0.001)
     mesh = trimesh.creation.box(extents=[size[0], size[1], top])
     return Shape(mesh, _pose(yaw, [centre[0], centre[1], top / 2]), "box", False, "box", "geometric")
 
 
-def _revolution(points: np.ndarray, concave: bool | None, bins: int = 10) -> Shape:
+def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: int = 10) -> Shape:
     centre, radius, _ = _fit_circle_outline(points[:, :2])
+    radius += pad_m
     top = float(np.percentile(points[:, 2], 99.5))
     r = np.linalg.norm(points[:, :2] - centre, axis=1)
     z = points[:, 2]
-    if concave is None:  # open top: points near the axis lie well below the rim
-        inner = r < 0.5 * radius
-        concave = bool(inner.sum() > 10 and np.median(z[inner]) < 0.6 * top)
+    inner = r < 0.5 * radius
+    if inner.sum() > 10:  # seen from above: an open top shows points near the axis well below the rim
+        concave = bool(np.median(z[inner]) < 0.6 * top)
+    elif concave is None:
+        concave = False
     edges = np.linspace(0.0, top, bins + 1)
     prof = np.full(bins + 1, np.nan)
     for i in range(bins):
@@ -226,10 +230,10 @@ def _kind_from_label(label: str) -> tuple[str | None, bool | None]:
     words = set(label_words(label))
     if words & CONCAVE_WORDS:
         return "revolution", True
+    if words & BOX_WORDS:  # before the round words: a "potted meat can" is a box
+        return "box", None
     if words & REVOLUTION_WORDS:
         return "revolution", False
-    if words & BOX_WORDS:
-        return "box", None
     if words & {"bottle", "drill", "banana", "scissors", "tool", "fruit", "toy"}:
         return "mirror", None
     return None, None
@@ -242,10 +246,11 @@ def _geometric(
     kind: str | None = None,
     view_dir_xy: np.ndarray | None = None,
     voxel_m: float = 0.003,
+    pad_m: float = 0.0,
     **_unused: Any,
 ) -> Shape:
     pts = _clean(points_world, voxel_m)
-    pts = pts[pts[:, 2] > 0.0]
+    pts = pts[pts[:, 2] > -0.003]
     if len(pts) < 10:
         raise ShapeError(
             f"object {label!r}: only {len(pts)} points above the table, too few to complete a shape"
@@ -257,9 +262,9 @@ def _geometric(
         _, _, size, rect_res = _fit_rectangle(pts[:, :2])
         kind = "revolution" if circle_res < rect_res and size[1] > 0.6 * size[0] else "box"
     if kind == "box":
-        return _box(pts)
+        return _box(pts, pad_m)
     if kind == "revolution":
-        return _revolution(pts, concave)
+        return _revolution(pts, concave, pad_m)
     if kind == "mirror":
         return _mirror(pts, view_dir_xy)
     raise ShapeError(f"object {label!r}: unknown shape kind {kind!r}; expected box, revolution or mirror")
@@ -352,7 +357,8 @@ def complete_shape(
 ) -> Shape:
     """Complete the shape of an object from its observed points (N, 3) in the world frame (m, table top at
     z = 0) with the back-end ``backend``; ``options`` go to the back-end (``geometric``: ``kind``,
-    ``view_dir_xy``, ``voxel_m``; ``hunyuan3d``: ``rgb``, ``mask``, ``model_path``, ``device``)."""
+    ``view_dir_xy``, ``voxel_m``, ``pad_m`` (m added to each side of the outline: the silhouette pixels lost
+    to mask erosion); ``hunyuan3d``: ``rgb``, ``mask``, ``model_path``, ``device``)."""
     if backend not in SHAPE_BACKENDS:
         raise ShapeError(f"unknown shape back-end {backend!r}; expected one of {sorted(SHAPE_BACKENDS)}")
     pts = np.asarray(points_world, dtype=np.float64)
