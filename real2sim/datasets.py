@@ -9,6 +9,7 @@ from these formats carry no ``T_base_cam``: real2sim then defines the world fram
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,9 @@ def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
     if not path.is_file():
         raise FrameError(f"{path}: missing file")
     try:
-        data = np.load(path, allow_pickle=True, encoding="latin1").item()
+        with warnings.catch_warnings():  # the pickles name numpy.core, deprecated in numpy 2
+            warnings.simplefilter("ignore", DeprecationWarning)
+            data = np.load(path, allow_pickle=True, encoding="latin1").item()
     except (OSError, ValueError) as err:
         raise FrameError(f"{path}: cannot read a pickled dict ({err})") from err
     if not isinstance(data, dict):

@@ -173,7 +173,6 @@ def find_clusters(
     edge[:-1, :] |= -dz_y > thr[1:, :]
     region = (candidate & ~edge).astype(np.uint8)
     count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
-    region = region > 0
 
     # Coarse regions (loose depth cuts): a region attached to something too tall to be an object, or to
     # something leaving the image at its top (the robot arm), belongs to it.
@@ -184,7 +183,7 @@ def find_clusters(
     loose[1:, :] |= jy
     n_coarse, coarse = cv2.connectedComponents((candidate & ~loose).astype(np.uint8), connectivity=8)
     coarse_top = np.zeros(n_coarse)
-    np.maximum.at(coarse_top, coarse[candidate], height[candidate])
+    np.maximum.at(coarse_top, np.asarray(coarse[candidate], dtype=np.intp), height[candidate])
     tall = coarse_top > max_height_m
     tall[np.unique(coarse[:2][candidate[:2]])] = True  # leaves the image at the top: the arm, clutter
     tall[0] = False
@@ -309,9 +308,15 @@ def _lab(rgb: Sequence[float]) -> np.ndarray:
 
 
 def _colour_cost(cluster_rgb: Sequence[float], word: str) -> float:
-    """Distance in Lab (chroma weighted fully, lightness by half), scaled to about [0, 1]."""
+    """How unlike the colour word a region's colour is, about [0, 1]: for chromatic words the hue angle in
+    Lab (shading changes lightness, not hue), for white/grey/black the chroma and lightness."""
     a, b = _lab(cluster_rgb), _lab(COLOURS[word])
-    return float(np.hypot(np.hypot(a[1] - b[1], a[2] - b[2]), 0.5 * (a[0] - b[0])) / 100.0)
+    chroma_a, chroma_b = float(np.hypot(a[1], a[2])), float(np.hypot(b[1], b[2]))
+    if chroma_b < 10.0:  # achromatic word
+        return float(chroma_a / 60.0 + 0.5 * abs(a[0] - b[0]) / 100.0)
+    dh = abs(np.arctan2(a[2], a[1]) - np.arctan2(b[2], b[1]))
+    dh = min(dh, 2 * np.pi - dh)
+    return float(dh / np.pi + 0.3 * abs(chroma_a - chroma_b) / 100.0 + (0.5 if chroma_a < 12.0 else 0.0))
 
 
 def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict[int, str]:

@@ -1,0 +1,76 @@
+"""The table plane and the world frame it defines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
+from real2sim.frame import Frame
+from real2sim.table import TableError, camera_points, fit_table
+
+
+def plane_frame(tilt_deg: float = 35.0, height_m: float = 0.6) -> tuple[Frame, np.ndarray]:
+    """A synthetic camera looking down at a flat table with a 5 cm cube on it; returns the frame and the
+    camera-frame table normal."""
+    h, w, f = 120, 160, 150.0
+    a = np.deg2rad(tilt_deg)
+    n = np.array([0.0, -np.cos(a), -np.sin(a)])  # table normal (up) in camera coordinates
+    v, u = np.mgrid[0:h, 0:w].astype(float)
+    rays = np.stack([(u - w / 2) / f, (v - h / 2) / f, np.ones_like(u)], axis=-1)
+    t = -height_m / (rays @ n)  # n . p + height = 0 on the table
+    depth = np.where(t > 0, t, 0.0)
+    depth[50:70, 70:90] *= 0.95  # something in front of the table
+    return Frame(
+        np.zeros((h, w, 3), np.uint8),
+        depth.astype(np.float32),
+        np.array([[f, 0, w / 2], [0, f, h / 2], [0, 0, 1]]),
+    ), n
+
+
+def test_synthetic_plane_is_found_exactly() -> None:
+    frame, n = plane_frame()
+    table = fit_table(frame)
+    assert table.normal_cam @ n > 0.9999 and table.offset_m == pytest.approx(0.6, abs=1e-3)
+    assert table.world_frame == "table_plane" and table.table_height_m == 0.0
+    assert table.inliers.mean() > 0.9 and not table.inliers[55:65, 75:85].any()
+    # world z is the height above the table, for every table pixel
+    pts, valid = camera_points(frame)
+    T = table.T_world_cam
+    z = pts[table.inliers] @ T[2, :3] + T[2, 3]
+    assert np.abs(z).max() < 1e-3
+
+
+def test_calibrated_frame_keeps_the_base_axes_and_measures_the_height() -> None:
+    frame, n = plane_frame()
+    x = np.cross([0.0, 1.0, 0.0], n)
+    x /= np.linalg.norm(x)
+    R_cam_base = np.stack(
+        [x, np.cross(n, x), n], axis=1
+    )  # base axes (z = table normal) in camera coordinates
+    T = np.eye(4)
+    T[:3, :3] = R_cam_base.T
+    T[:3, 3] = [0.0, 0.0, 0.7]  # camera 0.6 m above the table, table 0.1 m above the base
+    frame.T_base_cam = T
+    frame.validate()
+    table = fit_table(frame)
+    assert table.world_frame == "T_base_cam"
+    assert table.table_height_m == pytest.approx(0.1, abs=1e-3)
+    assert np.allclose(table.T_world_cam[:3, :3], T[:3, :3])
+    assert table.T_world_cam[2, 3] == pytest.approx(0.6, abs=1e-3)
+
+
+def test_no_plane_is_a_clear_error() -> None:
+    frame, _ = plane_frame()
+    frame.depth[:] = 1.0  # a wall straight ahead: no plane faces up
+    with pytest.raises(TableError, match="no plane facing up"):
+        fit_table(frame)
+
+
+def test_small_table_wins_over_the_floor_around_it() -> None:
+    try:
+        path = shared_data_dir("rgbd/posecnn/000003-color.png")
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    table = fit_table(read_any_frame(path))
+    assert table.offset_m < 0.8  # the camera is about 0.67 m above the small table, 1.3 m above the floor
