@@ -50,6 +50,7 @@ __all__ = [
     "calibrate_views",
     "calibration_poses",
     "collect_views",
+    "collect_with_robot",
     "detect_board",
     "load_T_base_cam",
     "read_extrinsics",
@@ -433,7 +434,7 @@ def _ay_xb(T_base_ee: Sequence[Any], T_cam_board: Sequence[Any], mode: str) -> t
 
 def _closed_form(A: Sequence[np.ndarray], B: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Park & Martin on every pair of views: ``C X = X D`` with ``C = A_j inv(A_i)``, ``D = B_j inv(B_i)``."""
-    alphas, betas, rows, rhs = [], [], [], []
+    alphas, betas, pairs = [], [], []
     n = len(A)
     for i in range(n):
         for j in range(i + 1, n):
@@ -444,7 +445,7 @@ def _closed_form(A: Sequence[np.ndarray], B: Sequence[np.ndarray]) -> tuple[np.n
                 continue
             alphas.append(a)
             betas.append(b)
-            rows.append((C, D))
+            pairs.append((C, D))
     if len(alphas) < 2:
         raise CalibrationError(
             "the views do not rotate the hand enough: hand-eye needs rotations about at least two "
@@ -455,12 +456,10 @@ def _closed_form(A: Sequence[np.ndarray], B: Sequence[np.ndarray]) -> tuple[np.n
     if axes[1] < 1e-3 * axes[0]:
         raise CalibrationError("all relative rotations share one axis; tilt the hand about another axis too")
     R_X = _project_rotation(M)
-    for C, D in rows:
-        rows_ = C[:3, :3] - np.eye(3)
-        rhs.append((rows_, R_X @ D[:3, 3] - C[:3, 3]))
-    lhs = np.vstack([r for r, _ in rhs])
-    b = np.concatenate([v for _, v in rhs])
-    t_X = np.linalg.lstsq(lhs, b, rcond=None)[0]
+    # Translation: (R_C - I) t_X = R_X t_D - t_C for every pair, in the least-squares sense.
+    lhs = np.vstack([C[:3, :3] - np.eye(3) for C, _ in pairs])
+    rhs = np.concatenate([R_X @ D[:3, 3] - C[:3, 3] for C, D in pairs])
+    t_X = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
     X = _make(R_X, t_X)
     Y = _mean_transform([_inv(Ai) @ X @ Bi for Ai, Bi in zip(A, B)])
     return X, Y
@@ -482,7 +481,6 @@ def _refine(
     observations: Sequence[BoardObservation] | None,
     K: np.ndarray | None,
     distortion: np.ndarray | None,
-    mode: str,
 ) -> tuple[np.ndarray, np.ndarray]:
     from scipy.optimize import least_squares
 
@@ -540,7 +538,7 @@ def solve_hand_eye(
     refined_on = "none"
     if refine:
         use_images = observations is not None and Kmat is not None
-        X, Y = _refine(A, B, X, Y, observations if use_images else None, Kmat, dist, mode)
+        X, Y = _refine(A, B, X, Y, observations if use_images else None, Kmat, dist)
         refined_on = "reprojection" if use_images else "poses"
     errors = np.array([_pose_error(Ai @ Y, X @ Bi) for Ai, Bi in zip(A, B)])
     reproj = None
@@ -675,6 +673,57 @@ def collect_views(
     return out
 
 
+def _pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
+    """4x4 pose from a position (m) and a (w, x, y, z) quaternion."""
+    from scipy.spatial.transform import Rotation
+
+    w, x, y, z = np.asarray(quaternion, dtype=np.float64)
+    return _make(np.asarray(Rotation.from_quat([x, y, z, w]).as_matrix()), np.asarray(position, float))
+
+
+def _wxyz(R: np.ndarray) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return np.array([w, x, y, z])
+
+
+def collect_with_robot(
+    robot: Any,
+    camera: Any,
+    out_dir: str | os.PathLike[str],
+    spec: CharucoBoardSpec,
+    views: int = 15,
+    seed: int = 0,
+    mode: str = "eye_to_hand",
+    speed: float = 0.05,
+    settle_s: float = 0.5,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Collect ``views`` views with a robot (a :class:`robot.base.RobotBase`, connected here) and a camera.
+
+    The poses are :func:`calibration_poses` around the tool pose the robot holds when called (seeded by
+    ``seed``); each move runs at ``speed`` m/s through the robot's safety limits, then waits ``settle_s`` s
+    for vibrations to die down before the image. The robot returns to its start pose at the end."""
+    import time
+
+    if views < 3:
+        raise CalibrationError(f"hand-eye calibration needs at least 3 views, got {views}")
+    with robot:
+        start = _pose(*robot.tcp_pose())
+        poses = calibration_poses(start, views, np.random.default_rng(seed))
+
+        def move_to(T: np.ndarray) -> np.ndarray:
+            robot.move_to(T[:3, 3], _wxyz(T[:3, :3]), speed)
+            time.sleep(settle_s)
+            return _pose(*robot.tcp_pose())
+
+        try:
+            return collect_views(move_to, camera, poses, out_dir, spec, mode, progress)
+        finally:
+            robot.move_to(start[:3, 3], _wxyz(start[:3, :3]), speed)
+
+
 def solve_from_dir(
     directory: str | os.PathLike[str],
     out: str | os.PathLike[str] | None = None,
@@ -731,3 +780,94 @@ def solve_from_dir(
     payload = {**result.to_dict(), "views": len(images), "extrinsics": yaml_path.name}
     (target / "result.json").write_text(json.dumps(payload, indent=2) + "\n")
     return payload
+
+
+# --- the command ------------------------------------------------------------------------------------------
+
+
+def add_calibrate_parser(verbs: Any) -> None:
+    """Add ``calibrate`` to the ``simpact robot`` sub-parsers."""
+    p = verbs.add_parser(
+        "calibrate",
+        help="hand-eye calibration with a ChArUco board: collect views with the robot, or solve recorded",
+    )
+    p.add_argument(
+        "--from-dir",
+        metavar="DIR",
+        help=f"solve views recorded earlier (DIR/{VIEWS_FILE} + images) instead of collecting; no hardware",
+    )
+    p.add_argument("--mode", choices=MODES, help="camera set-up (default: the recording's, else eye_to_hand)")
+    p.add_argument(
+        "--board", help="board YAML with CharucoBoardSpec fields (default: 7x5, 35 mm, DICT_5X5_100)"
+    )
+    p.add_argument("--host", help="robot address (collection)")
+    p.add_argument(
+        "--no-realtime", action="store_true", help="connect without a real-time kernel (franky-sim, tests)"
+    )
+    p.add_argument("--serial", help="RealSense serial number (collection; default: the first device)")
+    p.add_argument("--views", type=int, default=15, help="poses to visit when collecting (15)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the collection poses around the start pose")
+    p.add_argument("--out", help="output directory (default: --from-dir); collection writes its views there")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def _board(path: str | None) -> CharucoBoardSpec:
+    if path is None:
+        return CharucoBoardSpec()
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CalibrationError(f"{path}: cannot read the board file ({exc})") from None
+    if not isinstance(raw, Mapping):
+        raise CalibrationError(f"{path}: the board file must hold a mapping of CharucoBoardSpec fields")
+    try:
+        return CharucoBoardSpec.from_dict(raw)
+    except TypeError as exc:
+        raise CalibrationError(f"{path}: {exc}") from None
+
+
+def _collect(args: Any, spec: CharucoBoardSpec) -> None:
+    """Collect views with the Franka at ``--host`` and the RealSense ``--serial`` into ``--out``."""
+    from robot.camera import RealSenseCamera
+    from robot.franka import FrankaRobot
+
+    if not args.host:
+        raise CalibrationError(
+            "collecting views needs the robot's --host (or solve recorded ones with --from-dir)"
+        )
+    robot = FrankaRobot(args.host, realtime=not args.no_realtime)
+    with RealSenseCamera(serial=args.serial) as camera:
+        collect_with_robot(
+            robot, camera, args.out, spec, args.views, args.seed, args.mode or "eye_to_hand", progress=print
+        )
+
+
+def cmd_calibrate(args: Any) -> None:
+    from robot.base import RobotError
+    from robot.camera import CameraError
+    from simpact.cli import UsageError
+
+    try:
+        if args.from_dir is None:
+            if args.out is None:
+                raise CalibrationError(
+                    "collecting views needs --out DIR (or solve recorded ones with --from-dir)"
+                )
+            _collect(args, _board(args.board))
+            source = args.out
+        else:
+            if args.board is not None:
+                raise CalibrationError(f"--board goes with collection; --from-dir reads it from {VIEWS_FILE}")
+            source = args.from_dir
+        result = solve_from_dir(source, args.out, args.mode)
+    except (CalibrationError, CameraError, RobotError) as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out or source)
+    r = result["residuals"]
+    print(
+        f"calibrated {result['mode']} from {len(result['used_views'])}/{result['views']} views: residuals "
+        f"{r['translation_mm']['rms']:.2f} mm, {r['rotation_deg']['rms']:.3f} deg, "
+        f"{r['reprojection_px']['rms']:.2f} px rms -> {out / 'result.json'}, {out / result['extrinsics']}"
+    )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import time
@@ -202,6 +203,16 @@ def _mark(success: bool) -> str:
 # --- the benchmark --------------------------------------------------------------------------------------
 
 
+def _wilson(k: int, n: int, z: float = 1.96) -> list[float] | None:
+    """The Wilson score interval of a proportion k / n (95% by default)."""
+    if n == 0:
+        return None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
+
+
 def _confusion(plans: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     def count(pred: bool, done: bool) -> int:
         return sum(p["predicted"]["success"] == pred and p["executed"]["success"] == done for p in plans)
@@ -212,6 +223,7 @@ def _confusion(plans: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "plans": n,
         "agree": agree,
         "agreement": round(agree / n, 4) if n else None,
+        "agreement_95ci": _wilson(agree, n),
         "confusion": {
             "predicted_success": {
                 "executed_success": count(True, True),
@@ -351,7 +363,7 @@ def add_sim2real_parser(bench: Any) -> None:
         help="agreement of predicted and executed outcomes in a perturbed stand-in real world (resumable)",
     )
     p.add_argument("tasks", nargs="*", help="task names (default: all)")
-    p.add_argument("--seeds", default="1-3", help="e.g. 1-3 or 0,3,5 (default 1-3)")
+    p.add_argument("--seeds", default="1-2", help="e.g. 1-3 or 0,3,5 (default 1-2)")
     p.add_argument("--planner", choices=PLANNERS, default="cem", help="VLM-free planner (default cem)")
     p.add_argument("--budget-s", type=float, default=30.0, help="planning time per episode, s (default 30)")
     p.add_argument(

@@ -11,12 +11,14 @@ import pytest
 from PIL import Image
 from scipy.spatial.transform import Rotation
 
+from real2sim.frame import Frame
 from robot.calibration import (
     VIEWS_FILE,
     CalibrationError,
     CharucoBoardSpec,
     calibrate_views,
     calibration_poses,
+    collect_views,
     detect_board,
     load_T_base_cam,
     read_extrinsics,
@@ -192,6 +194,19 @@ def test_synthetic_images_recover_T_base_cam_within_millimetres() -> None:
     assert residuals["reprojection_px"]["rms"] < 0.5
 
 
+def test_synthetic_images_recover_an_eye_in_hand_camera() -> None:
+    T_ee_cam = make([0.0, 0.0, np.pi / 2], [0.06, 0.0, 0.03])
+    T_base_board = make([np.pi, 0.0, 0.0], [0.3775, 0.0875, 0.0])  # on the table, z into it
+    rng = np.random.default_rng(8)
+    center = make([np.pi, 0.0, 0.0], [0.44, 0.0, 0.45])  # the hand 45 cm above the table, pointing down
+    base_ee = calibration_poses(center, 10, rng, max_tilt_deg=15, max_shift_m=0.04)
+    images = [render_board(SPEC, inv(T_ee_cam) @ inv(T) @ T_base_board, K, 640, 480, rng) for T in base_ee]
+    result = calibrate_views(images, base_ee, SPEC, K, mode="eye_in_hand")
+    dt, dr = errors(result.T, T_ee_cam)
+    assert dt < 2.0 and dr < 0.2, (dt, dr)
+    assert result.to_dict()["T_ee_cam"] == result.T.tolist()
+
+
 def test_solve_from_a_recorded_directory_writes_result_and_yaml(tmp_path: Path) -> None:
     base_ee, cam_board = eye_to_hand_views(8, seed=7)
     rng = np.random.default_rng(7)
@@ -217,6 +232,40 @@ def test_solve_from_a_recorded_directory_writes_result_and_yaml(tmp_path: Path) 
     (tmp_path / VIEWS_FILE).write_text(json.dumps(bad))
     with pytest.raises(CalibrationError, match="view 0 needs 'image' and 'T_base_ee'"):
         solve_from_dir(tmp_path)
+
+
+class _BoardCamera:
+    """A camera that renders the board on the gripper at the robot's last reached pose (eye-to-hand)."""
+
+    def __init__(self) -> None:
+        self.T_base_ee = np.eye(4)
+        self.rng = np.random.default_rng(9)
+
+    def capture(self) -> Frame:
+        T_cam_board = inv(T_BASE_CAM) @ self.T_base_ee @ T_EE_BOARD
+        rgb = render_board(SPEC, T_cam_board, K, 640, 480, self.rng)
+        return Frame(rgb=rgb, depth=np.full((480, 640), 0.6, np.float32), K=K)
+
+    def close(self) -> None:
+        pass
+
+
+def test_collected_views_are_saved_and_solved(tmp_path: Path) -> None:
+    camera = _BoardCamera()
+    error = make([0.0, 0.0, 0.0], [0.0005, 0.0, 0.0])  # the robot stops 0.5 mm off; the reached pose counts
+
+    def move_to(T: np.ndarray) -> np.ndarray:
+        camera.T_base_ee = T @ error
+        return camera.T_base_ee
+
+    center = T_BASE_CAM @ make([0.0, 0.0, 0.0], [-0.05, -0.05, 0.55]) @ inv(T_EE_BOARD)
+    poses = calibration_poses(center, 8, np.random.default_rng(10))
+    lines: list[str] = []
+    collect_views(move_to, camera, poses, tmp_path, SPEC, progress=lines.append)
+    assert len(lines) == 8 and len(json.loads((tmp_path / VIEWS_FILE).read_text())["views"]) == 8
+    result = solve_from_dir(tmp_path)
+    dt, dr = errors(np.array(result["T_base_cam"]), T_BASE_CAM)
+    assert dt < 2.0 and dr < 0.2 and result["used_views"] == list(range(8))
 
 
 def test_board_spec_is_checked() -> None:
