@@ -278,12 +278,18 @@ class Recorder:
         """Compressed bytes written to ``out`` (complete after :meth:`close`)."""
 
     @classmethod
-    def for_world(cls, world: Any, data: mujoco.MjData | None = None, **kwargs: Any) -> Recorder:
-        """A recorder on a :class:`~solvers.mujoco.world.MujocoWorld` (its own data unless ``data``), with
-        the world's robot links."""
-        meta = {"objects": dict(world.objects), **kwargs.pop("meta", {})}
+    def for_world(
+        cls,
+        world: Any,
+        data: mujoco.MjData | None = None,
+        model: mujoco.MjModel | None = None,
+        **kwargs: Any,
+    ) -> Recorder:
+        """A recorder on a :class:`~solvers.mujoco.world.MujocoWorld` (its own data unless ``data``; its own
+        model unless ``model``, e.g. a changed copy), with the world's robot links."""
+        meta = {"objects": dict(world.objects), **(kwargs.pop("meta", None) or {})}
         return cls(
-            world.model,
+            world.model if model is None else model,
             world.data if data is None else data,
             robot_bodies=world.robot_bodies,
             meta=meta,

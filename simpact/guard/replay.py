@@ -44,6 +44,8 @@ __all__ = [
     "replay",
     "schedule",
     "state_bit",
+    "task_outcome",
+    "task_rollout",
 ]
 
 StepInputs = dict[int, list[tuple[int, np.ndarray]]]
@@ -154,18 +156,27 @@ class Collector:
         return a[:, 0], a[:, 1 : 1 + nq], a[:, 1 + nq : 1 + nq + nv], a[:, 1 + nq + nv :]
 
 
-def task_outcome(built: Built, source: Mapping[str, Any], collector: Collector, ctrl: np.ndarray) -> Any:
-    """The task's own evaluation of a stepped episode (its Rollout rebuilt from the collected rows)."""
-    from simpact.actions import Plan
+def task_rollout(
+    built: Built,
+    plan: Any,
+    action_end: Sequence[int],
+    collector: Collector,
+    ctrl: np.ndarray,
+    snapshot: np.ndarray | None = None,
+    ik_residual_max: float = 0.0,
+    wall_s: float = 0.0,
+) -> Any:
+    """A :class:`~solvers.rollout.Rollout` of a stepped episode of ``plan`` (a Plan) from ``snapshot``
+    (default: the world's initial one), rebuilt from the collected rows with the World's own conversion."""
     from solvers.rollout import Rollout, Trace
 
     world, model = built.world, built.model
     t, qpos, qvel, sens = collector.arrays(model)
     first = mujoco.MjData(model)
-    world.restore(world.initial_snapshot, first)
+    world.restore(world.initial_snapshot if snapshot is None else snapshot, first)
     ws = world._world_state  # the World's own conversion (qpos, qvel, sensordata -> WorldState)
     initial = ws(float(first.time), first.qpos, first.qvel, first.sensordata)
-    ends = [ws(float(t[i]), qpos[i], qvel[i], sens[i]) for i in source["action_end"] if i < len(t)]
+    ends = [ws(float(t[i]), qpos[i], qvel[i], sens[i]) for i in action_end if i < len(t)]
     final = ws(float(t[-1]), qpos[-1], qvel[-1], sens[-1])
     adr = {
         n: slice(model.sensor(n).adr[0], model.sensor(n).adr[0] + model.sensor(n).dim[0])
@@ -185,9 +196,16 @@ def task_outcome(built: Built, source: Mapping[str, Any], collector: Collector, 
     spec = int(mujoco.mjtState.mjSTATE_TIME | mujoco.mjtState.mjSTATE_QPOS | mujoco.mjtState.mjSTATE_QVEL)
     mujoco.mj_setState(model, last, np.r_[t[-1], qpos[-1], qvel[-1]], spec)
     mujoco.mj_forward(model, last)
-    rollout = Rollout(
-        Plan.from_dict(source["plan"]), initial, ends, final, trace, world.contacts(last), 0.0, len(t), 0.0
-    )
+    contacts = world.contacts(last)
+    return Rollout(plan, initial, ends, final, trace, contacts, ik_residual_max, len(t), wall_s)
+
+
+def task_outcome(built: Built, source: Mapping[str, Any], collector: Collector, ctrl: np.ndarray) -> Any:
+    """The task's own evaluation of a stepped episode (its Rollout rebuilt from the collected rows)."""
+    from simpact.actions import Plan
+
+    plan = Plan.from_dict(source["plan"])
+    rollout = task_rollout(built, plan, source["action_end"], collector, ctrl)
     return built.task.evaluate(rollout, built.scene, int(source.get("seed", 0)))
 
 

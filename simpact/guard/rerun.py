@@ -27,8 +27,10 @@ replaying it), so a write does not pull a rerun back onto the recorded trajector
 
 from __future__ import annotations
 
+import copy
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,7 @@ import mujoco
 import numpy as np
 
 from simpact.guard.detector import detect
+from simpact.guard.recorder import Hook, Recorder
 from simpact.guard.replay import (
     Collector,
     Divergence,
@@ -50,7 +53,7 @@ from simpact.guard.replay import (
 )
 from simpact.guard.store import Recording, load_recording
 
-__all__ = ["PARAMS", "Change", "RerunError", "RerunResult", "rerun"]
+__all__ = ["PARAMS", "Change", "RerunError", "RerunResult", "change_model", "rerun", "rerun_controls"]
 
 PARAMS = ("mass", "iterations", "solref", "timestep", "depenetration", "clamp")
 _BODY_PARAMS = ("mass", "depenetration", "clamp")
@@ -213,7 +216,10 @@ def _geoms(model: mujoco.MjModel, body: int) -> np.ndarray:
     return np.flatnonzero(model.geom_bodyid == body)
 
 
-def _change_model(model: mujoco.MjModel, change: Change, body: int | None, depth: float) -> None:
+def change_model(model: mujoco.MjModel, change: Change, body: int | None, depth: float) -> None:
+    """Apply ``change`` to ``model`` in place (see the module docstring); ``body`` is the body id it acts on
+    (None: every geom, for ``solref``), ``depth`` the overlap (m) a ``depenetration`` limit is sized for.
+    ``clamp`` is not a model parameter (see :func:`_clamp`)."""
     p, v = change.param, change.value
     if p == "mass":
         assert body is not None
@@ -238,6 +244,68 @@ def _change_model(model: mujoco.MjModel, change: Change, body: int | None, depth
             model.geom_priority[geoms] = int(model.geom_priority.max(initial=0)) + 1
         elif model.npair:
             model.pair_solref[:, 0] = v
+
+
+def _clamp(
+    model: mujoco.MjModel, data: mujoco.MjData, body: int | None, change: Change
+) -> Callable[[], None]:
+    """The ``clamp`` change: a function to call after each step that scales the linear velocity of the
+    body's free joint down to ``change.value`` m/s."""
+    name = model.body(body).name if body is not None else None
+    if (
+        body is None
+        or model.body_jntnum[body] < 1
+        or model.jnt_type[model.body_jntadr[body]] != (mujoco.mjtJoint.mjJNT_FREE)
+    ):
+        raise RerunError(f"clamp: body {name!r} has no free joint")
+    dof = int(model.jnt_dofadr[model.body_jntadr[body]])
+    limit = change.value
+
+    def clamp() -> None:
+        v = data.qvel[dof : dof + 3]
+        speed = float(np.linalg.norm(v))
+        if speed > limit:
+            v *= limit / speed
+
+    return clamp
+
+
+def rerun_controls(
+    world: Any,
+    snapshot: np.ndarray,
+    ctrl: np.ndarray,
+    change: Change,
+    *,
+    body: int | None,
+    depth: float = 0.0,
+    switch: int = 0,
+    hooks: Sequence[Hook] = (),
+    meta: Mapping[str, Any] | None = None,
+) -> tuple[Recording, mujoco.MjModel]:
+    """Record ``ctrl`` (N, nu) stepped from ``snapshot`` on a copy of a MujocoWorld's model, with ``change``
+    applied from step ``switch`` on (steps before it are the world's own physics, bit for bit); the world is
+    not touched. Returns the recording and the changed model. ``timestep`` is refused: the controls are per
+    physics step."""
+    if change.param == "timestep":
+        raise RerunError("timestep: a rerun of per-step controls keeps the physics step")
+    if not 0 <= switch <= len(ctrl):
+        raise RerunError(f"switch step {switch} is outside the {len(ctrl)} steps")
+    model = copy.copy(world.model)
+    data = mujoco.MjData(model)
+    mujoco.mj_setState(model, data, snapshot, mujoco.mjtState.mjSTATE_INTEGRATION)
+    mujoco.mj_forward(model, data)
+    recorder = Recorder.for_world(world, data, model=model, hooks=hooks, meta=meta)
+    if switch:
+        recorder.run(ctrl[:switch])
+    change_model(model, change, body, depth)
+    if change.param == "clamp":
+        clamp = _clamp(model, data, body, change)
+        for u in ctrl[switch:]:
+            recorder.step(u)
+            clamp()
+    elif switch < len(ctrl):
+        recorder.run(ctrl[switch:])
+    return recorder.close(), model
 
 
 def rerun(
@@ -291,24 +359,8 @@ def rerun(
     for k in range(switch):
         _apply(model, data, k, inputs.get(k, ()), masks, writes)
         recorder.step()
-    _change_model(model, change, body, depth)
-    clamp = None
-    if change.param == "clamp":
-        assert body is not None
-        if (
-            model.body_jntnum[body] < 1
-            or model.jnt_type[model.body_jntadr[body]] != mujoco.mjtJoint.mjJNT_FREE
-        ):
-            raise RerunError(f"clamp: body {body_name!r} has no free joint")
-        dof = int(model.jnt_dofadr[model.body_jntadr[body]])
-        limit = change.value
-
-        def clamp(_k: int) -> None:
-            v = data.qvel[dof : dof + 3]
-            speed = float(np.linalg.norm(v))
-            if speed > limit:
-                v *= limit / speed
-
+    change_model(model, change, body, depth)
+    clamp = _clamp(model, data, body, change) if change.param == "clamp" else None
     if change.param == "timestep":
         for entries in _resample(rec, switch, change.value):
             for bit, values, k in entries:
@@ -319,7 +371,7 @@ def rerun(
             _apply(model, data, k, inputs.get(k, ()), masks, writes)
             recorder.step()
             if clamp is not None:
-                clamp(k)
+                clamp()
     result = recorder.close()
     prefix_div = compare(rec, result, stop=switch) if switch else None
     flagged = [e for e in detect(result) if e.flagged]

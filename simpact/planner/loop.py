@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from simpact.actions import Plan
-from simpact.planner.audit import audit_rollout, audit_summary, describe_events
+from simpact.planner.audit import artifact_free, audit_and_repair, audit_summary
 from simpact.planner.context import (
     history_context,
     initial_image,
@@ -233,7 +233,8 @@ class _Session:
     def roll_out(
         self, items: Sequence[tuple[Plan, dict[str, Any], str]], iteration: int
     ) -> tuple[list[Proposal], list[Failure]]:
-        """Roll every plan out from the initial snapshot (in parallel) and score it with the task's check."""
+        """Roll every plan out from the initial snapshot (in parallel), audit it with SimuGuard (a flagged
+        rollout is rerun with the repair setting) and score it with the task's check."""
         plans = [plan for plan, _, _ in items]
         tail = self.task.tail_s
         try:
@@ -254,17 +255,17 @@ class _Session:
                 self.progress(f"  {source}: rollout failed ({rollout})")
                 continue
             evaluation = self.task.evaluate(rollout, self.scene, self.seed)
-            notes = {**notes, **self._audit(rollout)}
+            try:
+                audit = audit_and_repair(
+                    self.world, self.task, self.scene, self.seed, rollout, evaluation, self.snapshot
+                )
+            except Exception as exc:  # an audit failure is recorded (the plan is not accepted), never fatal
+                notes = {**notes, "audit_error": f"{type(exc).__name__}: {exc}"}
+            else:  # a flagged rollout's repaired rerun, when artifact-free, is what the planner judges
+                rollout, evaluation = audit.rollout, audit.evaluation
+                notes = {**notes, **audit.notes()}
             proposals.append(Proposal(rollout.plan, rollout, evaluation, iteration, source, notes))
         return proposals, failures
-
-    def _audit(self, rollout: Any) -> dict[str, Any]:
-        """SimuGuard's flagged events for the proposal's notes, and a flag line for the Optimize context."""
-        try:
-            events = audit_rollout(self.world, rollout, self.task.tail_s, self.snapshot)
-        except Exception as exc:  # an audit failure is recorded, never fatal
-            return {"audit_error": f"{type(exc).__name__}: {exc}"}
-        return {"audit": events, "flags": [describe_events(events)]} if events else {"audit": []}
 
 
 def _report(progress: Progress, p: Proposal) -> None:
@@ -277,8 +278,8 @@ def _report(progress: Progress, p: Proposal) -> None:
 
 
 def _accepted(p: Proposal, judge: str) -> bool:
-    """Judged successful, on a rollout SimuGuard did not flag."""
-    if p.notes.get("audit"):
+    """Judged successful, on an artifact-free rollout (not flagged by SimuGuard, or repaired)."""
+    if not artifact_free(p.notes):
         return False
     return bool(p.notes.get("vlm_success")) if judge == "vlm" else p.success
 

@@ -27,7 +27,7 @@ from typing import Protocol
 import numpy as np
 
 from simpact.actions import ACTION_SPECS, Plan, StartPose
-from simpact.planner.audit import audit_rollout
+from simpact.planner.audit import artifact_free, audit_and_repair
 from simpact.planner.records import Proposal
 from simpact.scene import Scene
 from simpact.tasks import Task, TaskError
@@ -132,8 +132,10 @@ def plan_offline(
     """Plan ``task`` in ``scene`` (seed ``seed``, which also seeds the sampler) without a VLM.
 
     Stops at the first trusted success or when the next population would overrun ``budget_s`` seconds;
-    ``progress`` is called with a line per proposal as it is judged. With ``audit``, every successful
-    rollout is re-executed under SimuGuard and a success with a contact artifact is not trusted."""
+    ``progress`` is called with a line per proposal as it is judged. With ``audit``, every rollout is
+    audited by SimuGuard (:func:`~simpact.planner.audit.audit_and_repair`: the screen costs well under 1% of
+    a rollout, and only rollouts it cannot clear are recorded in full); a flagged rollout is rerun with the
+    repair setting, and a success is trusted only on an artifact-free rollout."""
     if method not in METHODS:
         raise ValueError(f"unknown offline method '{method}'; expected one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
@@ -148,8 +150,10 @@ def plan_offline(
         for k, rollout in enumerate(rollouts):
             evaluation = task.evaluate(rollout, scene, seed)
             notes: dict[str, object] = {"x": xs[k].tolist()}
-            if audit and evaluation.success:
-                notes["audit"] = audit_rollout(world, rollout, task.tail_s)  # type: ignore[arg-type]
+            if audit:  # a flagged rollout's repaired rerun, when artifact-free, is what the search uses
+                checked = audit_and_repair(world, task, scene, seed, rollout, evaluation)  # type: ignore[arg-type]
+                rollout, evaluation = checked.rollout, checked.evaluation
+                notes.update(checked.notes())
             proposal = Proposal(rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", notes)
             proposals.append(proposal)
             if progress is not None:
@@ -198,8 +202,8 @@ def plan_offline(
 
 
 def _trusted(proposal: Proposal) -> bool:
-    """A success whose rollout SimuGuard did not flag."""
-    return proposal.success and not proposal.notes.get("audit")
+    """A success on an artifact-free rollout (not flagged by SimuGuard, or repaired)."""
+    return proposal.success and artifact_free(proposal.notes)
 
 
 def _result(proposals: list[Proposal], t0: float) -> OfflineResult:
@@ -207,6 +211,6 @@ def _result(proposals: list[Proposal], t0: float) -> OfflineResult:
         return OfflineResult([], None, False, time.perf_counter() - t0)
     wins = [i for i, p in enumerate(proposals) if _trusted(p)]
     # Without a trusted success, the best score among rollouts with no flagged artifact.
-    scores = [p.score if not p.notes.get("audit") else -1.0 for p in proposals]
+    scores = [p.score if artifact_free(p.notes) else -1.0 for p in proposals]
     best = wins[0] if wins else int(np.argmax(scores))
     return OfflineResult(proposals, best, bool(wins), time.perf_counter() - t0)

@@ -50,6 +50,8 @@ class Proposal:
             out["vlm_success"] = self.notes["vlm_success"]
         if "audit" in self.notes:
             out["audit"] = self.notes["audit"]
+        if "audit_repair" in self.notes:
+            out["audit_repair"] = self.notes["audit_repair"]
         return out
 
 

@@ -123,8 +123,13 @@ def _table(result: PlanResult) -> list[str]:
             notes.append("repaired")
         if p.notes.get("clamps"):
             notes.append(f"{len(p.notes['clamps'])} clamped")
-        if p.notes.get("flags"):
-            notes.append(f"{len(p.notes['flags'])} SimuGuard flags")
+        if p.notes.get("audit"):
+            repair = p.notes.get("audit_repair")
+            fixed = repair is not None and repair["artifact_free"]
+            rerun = f", rerun with {repair['change']}: " if repair else ""
+            if repair:
+                rerun += "artifact-free" if fixed else "still flagged"
+            notes.append(f"{len(p.notes['audit'])} SimuGuard artifacts{rerun}")
         rows.append(
             f"| [{i:03d}](proposals/{i:03d}/plan.json) | {p.iteration} | {p.source}{mark} | "
             f"{len(p.plan.actions)} | {p.score:.3f} | {'success' if p.success else 'failure'} | {verdict} | "

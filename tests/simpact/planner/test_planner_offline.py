@@ -92,16 +92,28 @@ def test_unknown_names_and_missing_skeletons_are_reported(push):
 
 
 def test_a_success_with_a_contact_artifact_is_not_trusted(monkeypatch):
-    """The offline planner re-executes successes under SimuGuard; a flagged one does not stop the search."""
+    """The offline planner audits every rollout; a flagged success the repair rerun could not clear does
+    not stop the search."""
     import simpact.planner.offline as offline
+    from simpact.guard.screen import ScreenResult
+    from simpact.planner.audit import Audit
     from simpact.tasks import load_task
     from solvers.mujoco.world import MujocoWorld
 
     fake = {"body": "carton", "peak_speed": 3.1, "onset_s": 0.5}
-    monkeypatch.setattr(offline, "audit_rollout", lambda world, rollout, tail_s: [fake])
+    audited = []
+
+    def flag_successes(world, task, scene, seed, rollout, evaluation):
+        audited.append(rollout)
+        events = [fake] if evaluation.success else []
+        repair = {"change": "depenetration:carton=0.3", "artifact_free": False} if events else None
+        return Audit(ScreenResult(True, "test"), True, events, rollout, evaluation, repair)
+
+    monkeypatch.setattr(offline, "audit_and_repair", flag_successes)
     task = load_task("non_toppling_push")
     scene = task.scene(5)  # seed 5: the first population already holds a success
     result = offline.plan_offline(task, scene, MujocoWorld(scene), 5, no_optimizer=True)
+    assert len(audited) == len(result.proposals)  # every rollout, not only the successes
     assert not result.success  # every success was flagged
     assert any(p.success and p.notes["audit"] == [fake] for p in result.proposals)
     assert not result.proposals[result.best].notes.get("audit")

@@ -1,0 +1,67 @@
+"""The screen is conservative: every episode the detector finds an event in is suspicious; calm ones pass."""
+
+import mujoco
+import numpy as np
+
+from simpact.guard import Recorder, detect
+from simpact.guard.recorder import state_layout
+from simpact.guard.screen import free_bodies_motion, screen, screen_rollout
+from simpact.guard.suite import ROBOT_PREFIX, suite
+
+
+def test_every_suite_episode_with_an_event_is_suspicious():
+    calm = {"bin_drop", "robot_push", "gripper_lift"}
+    for ep in suite(range(18)):  # two episodes of each family
+        model = mujoco.MjModel.from_xml_string(ep.xml)
+        data = mujoco.MjData(model)
+        if model.nkey:
+            mujoco.mj_resetDataKeyframe(model, data, 0)
+        recorder = Recorder(model, data, robot_prefix=ROBOT_PREFIX, model_hash="test")
+        qpos, qvel = [], []
+        for k in range(ep.steps):
+            ep.control.apply(k, model, data)
+            qpos.append(data.qpos.copy())  # the state each step starts from (writes included)
+            qvel.append(data.qvel.copy())
+            recorder.step()
+        events = detect(recorder.close())
+        robots = [b for b, role in enumerate(recorder.manifest.roles) if role == "robot"]
+        result = screen(model, np.array(qpos), np.array(qvel), robot_bodies=robots)
+        if events:
+            assert result.suspicious, ep.name
+        if ep.family in calm:
+            assert not result.suspicious, (ep.name, result.reason)
+
+
+def test_screen_sees_what_the_recorder_records():
+    from simpact.tasks import load_task
+    from solvers.mujoco.world import MujocoWorld
+
+    task = load_task("non_toppling_push")
+    scene = task.scene(0)
+    world = MujocoWorld(scene)
+    rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
+    assert not screen_rollout(world, rollout).suspicious
+    _, ctrl, _, _ = world.controls(rollout.plan, world.initial_snapshot, task.tail_s)
+    data = mujoco.MjData(world.model)
+    world.restore(world.initial_snapshot, data)
+    recorder = Recorder.for_world(world, data)
+    recorder.run(ctrl)
+    rec = recorder.close()
+    layout = state_layout(world.model)
+    (oq, nq), (ov, nv) = layout["qpos"], layout["qvel"]
+    snap = world.initial_snapshot
+    objects = sorted(world.objects.values())
+    first = (snap[oq : oq + nq], snap[ov : ov + nv])
+    trace = rollout.trace
+    pos, vel = free_bodies_motion(world.model, objects, trace.qpos[:-1], trace.qvel[:-1], first)
+    assert np.array_equal(pos, rec.xpos[:, objects])  # a free body's frame is its joint's position
+    np.testing.assert_allclose(vel, rec.vel[:, objects], rtol=0, atol=1e-12)
+
+
+def test_an_object_the_screen_cannot_see_is_suspicious():
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+      <body name="door" pos="0 0 .5"><joint type="hinge"/><geom type="box" size=".1 .1 .1"/></body>
+    </worldbody></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    result = screen(model, np.zeros((3, model.nq)), np.zeros((3, model.nv)), robot_bodies=[])
+    assert result.suspicious and result.body == "door" and "free joint" in result.reason
