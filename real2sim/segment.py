@@ -6,8 +6,9 @@ in the order of ``labels``; a label with no segment is left out (the caller repo
 - ``geometric``: the pixels standing above the table plane, split into connected regions at depth
   discontinuities; regions that do not rest on the table (the robot arm, background clutter beyond the
   table's edge) are dropped. Regions are matched to labels by an ``assign(rgb, clusters, labels)``
-  callable when one is given (e.g. a VLM), otherwise by the colour and size words in the labels
-  ("green bowl", "small box"); labels without such words take the remaining regions in decreasing size
+  callable when one is given (e.g. a VLM), otherwise by the cues in the labels: colour and size words
+  ("green bowl", "small box"), known objects' sizes ("tomato soup can"), shape words against the region's
+  top-view outline (box vs can); labels without any cue take the remaining regions in decreasing size
   (first label = largest region).
 - ``masks``: the masks that came with the frame (e.g. rendered ground truth), matched to labels by name.
 - ``grounded_sam2``: GroundingDINO boxes for the labels, refined into masks by SAM 2, loaded from local
@@ -58,6 +59,8 @@ class Cluster:
     """Extent along the two principal horizontal directions (m, large first)."""
     colour_rgb: tuple[int, int, int]
     """Median colour of the region."""
+    outline: str = "unknown"
+    """Top-view outline of its points: ``round`` (a circle fits better) or ``rectangular``."""
 
     @property
     def size_m3(self) -> float:
@@ -226,9 +229,14 @@ def find_clusters(
             kept.append((m, top))
     kept = _merge_nested(kept, pts, table)
 
+    from real2sim.shape import outline_kind
+
+    rng = np.random.default_rng(0)
     clusters = []
     for mask, top in kept:
         p_world = pts[mask] @ T[:3, :3].T + T[:3, 3]
+        if len(p_world) > 3000:
+            p_world = p_world[rng.choice(len(p_world), 3000, replace=False)]
         xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)
         _, _, vt = np.linalg.svd(xy, full_matrices=False)
         proj = xy @ vt.T
@@ -241,6 +249,7 @@ def find_clusters(
                 height_m=top,
                 footprint_m=(float(max(ext)), float(min(ext))),
                 colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
+                outline=outline_kind(p_world),
             )
         )
     clusters.sort(key=lambda c: -c.size_m3)
@@ -319,8 +328,27 @@ def _colour_cost(cluster_rgb: Sequence[float], word: str) -> float:
     return float(dh / np.pi + 0.3 * abs(chroma_a - chroma_b) / 100.0 + (0.5 if chroma_a < 12.0 else 0.0))
 
 
+def _known_size(words: Sequence[str]) -> np.ndarray | None:
+    """Sorted edge lengths (m) of a known object the label names (all of its name's words in the label)."""
+    from real2sim.datasets import YCB_SIZES_M
+
+    best = None
+    for name, size in YCB_SIZES_M.items():
+        key = label_words(name)
+        if set(key) <= set(words) and (best is None or len(key) > best[0]):
+            best = (len(key), np.sort(np.asarray(size, dtype=np.float64)))
+    return None if best is None else best[1]
+
+
+def _label_kind(label: str) -> str | None:
+    from real2sim.shape import kind_from_label
+
+    return kind_from_label(label)[0]
+
+
 def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict[int, str]:
-    """Hungarian matching of clusters to labels by colour words, size words, then size order."""
+    """Hungarian matching of clusters to labels by colour words, size words, the size of objects the label
+    names (:data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline, then size order."""
     from scipy.optimize import linear_sum_assignment
 
     n_c, n_l = len(clusters), len(labels)
@@ -345,6 +373,21 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
         elif _LARGE.intersection(words):
             hinted = True
             cost[:, j] += rank
+        known = _known_size(words)
+        if known is not None:
+            hinted = True
+            for i, c in enumerate(clusters):
+                # What is seen may be smaller than the object (occlusion, the far side), hardly larger.
+                dims = np.sort([c.footprint_m[0], c.footprint_m[1], c.height_m])
+                ratio = np.log(np.maximum(dims, 1e-3) / known)
+                mismatch = float(np.mean(2.0 * np.maximum(ratio, 0.0) + 0.5 * np.maximum(-ratio, 0.0)))
+                cost[i, j] += 1.5 * min(mismatch, 1.0)
+        kind = _label_kind(label)
+        if kind is not None:
+            for i, c in enumerate(clusters):
+                wrong = "round" if kind == "box" else "rectangular" if kind == "revolution" else None
+                if c.outline == wrong:
+                    cost[i, j] += 0.3
         if not hinted:  # the k-th plain label prefers the k-th largest cluster
             cost[:, j] += 0.5 * np.abs(rank - plain / max(n_c - 1, 1))
             plain += 1

@@ -42,6 +42,8 @@ __all__ = [
     "Shape",
     "ShapeError",
     "complete_shape",
+    "kind_from_label",
+    "outline_kind",
     "scale_and_centre",
 ]
 
@@ -143,6 +145,17 @@ def _fit_rectangle(xy: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float
     return yaw, centre, size, float(np.sqrt(np.mean(edge**2)) / max(float(size.max()), 1e-6))
 
 
+def outline_kind(points_world: np.ndarray) -> str:
+    """``round`` if a circle fits the top-view outline of the points better than a rectangle, else
+    ``rectangular``."""
+    xy = np.asarray(points_world)[:, :2]
+    if len(xy) < 10:
+        return "unknown"
+    _, _, circle_res = _fit_circle_outline(xy)
+    _, _, size, rect_res = _fit_rectangle(xy)
+    return "round" if circle_res < rect_res and size[1] > 0.6 * size[0] else "rectangular"
+
+
 # --- geometric back-end ------------------------------------------------------------------------------------
 
 
@@ -226,7 +239,9 @@ def _mirror(points: np.ndarray, view_dir_xy: np.ndarray | None) -> Shape:
     return Shape(local, T, "mirror", False, "mirror", "geometric")
 
 
-def _kind_from_label(label: str) -> tuple[str | None, bool | None]:
+def kind_from_label(label: str) -> tuple[str | None, bool | None]:
+    """Shape kind (``box``, ``revolution``, ``mirror`` or None) and concavity (None: unknown) the label's
+    words suggest."""
     words = set(label_words(label))
     if words & CONCAVE_WORDS:
         return "revolution", True
@@ -255,12 +270,10 @@ def _geometric(
         raise ShapeError(
             f"object {label!r}: only {len(pts)} points above the table, too few to complete a shape"
         )
-    hint, concave = _kind_from_label(label)
+    hint, concave = kind_from_label(label)
     kind = kind or hint
     if kind is None:
-        _, _, circle_res = _fit_circle_outline(pts[:, :2])
-        _, _, size, rect_res = _fit_rectangle(pts[:, :2])
-        kind = "revolution" if circle_res < rect_res and size[1] > 0.6 * size[0] else "box"
+        kind = "revolution" if outline_kind(pts) == "round" else "box"
     if kind == "box":
         return _box(pts, pad_m)
     if kind == "revolution":
@@ -345,7 +358,7 @@ def _hunyuan3d(
     if not mesh.is_watertight:
         mesh = mesh.convex_hull
     mesh.apply_translation(-mesh.bounds.mean(axis=0))
-    _, concave = _kind_from_label(label)
+    _, concave = kind_from_label(label)
     return Shape(mesh, None, "none", bool(concave), "generated", "hunyuan3d")
 
 
