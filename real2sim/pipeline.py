@@ -1,0 +1,728 @@
+"""real2sim end to end: one RGB-D frame (and labels or an instruction) → a scene the planner can roll out.
+
+Stages: labels (:mod:`real2sim.labels`) → perception (:func:`real2sim.perception.perceive`: table plane,
+segments, completed meshes and poses) → physical parameters (:mod:`real2sim.physics`) → particles for
+deformables (:mod:`real2sim.particles`) → placement (every rigid object rests on the table, pairs that
+interpenetrate are pushed apart) → the Scene, a settle run audited by SimuGuard
+(:func:`simpact.guard.settle.settle_check`) and the files.
+
+Written to ``out`` (see :func:`write_outputs`):
+
+- ``scene.json``: ``objects`` (name, label, kind, position (m, world), quaternion (w, x, y, z), extent (edge
+  lengths of the oriented bounding box, m), mass (kg), friction, physics (every parameter and its source),
+  and ``mesh`` (file, relative to DIR; object frame, vertices in units of ``mesh_scale`` = extent, i.e. the
+  mesh's bounding box is the unit cube) for rigid objects or ``particles`` (``.npy`` (N, 3) float32, world
+  frame, m) for deformables); ``table`` (the plane ``z = 0`` in the world frame and its normal and offset in
+  the camera frame); ``frame`` (how the world frame was chosen, ``T_world_cam``); ``robot``.
+- ``scene.xml``: MJCF of the rigid objects with the FR3 (deformables are simulated by their own solvers
+  from their particles and are not in it).
+- ``masks.png``, ``meshes.png``, ``scene_vs_photo.png``: what was found, reconstructed and simulated.
+- ``result.json``: timings per stage, labels and their source, warnings, the settle report.
+
+World frame: the robot base when the frame has ``T_base_cam``. Otherwise the table plane defines it (z up,
+z = 0 on the table) and real2sim turns it about z and shifts it so that the objects' centre lies
+:data:`ROBOT_REACH_X` in front of the robot base, on the far side of the objects from the camera (the camera
+faces the robot): recorded in ``scene.json`` ``frame``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from real2sim.frame import Frame
+from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
+from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
+from real2sim.physics import PhysicsEstimate, estimate_physics
+from real2sim.types import ObjectGeometry, PhysicalParameters
+
+__all__ = [
+    "ROBOT_REACH_X",
+    "Real2SimConfig",
+    "Real2SimError",
+    "Real2SimResult",
+    "load_scene",
+    "place_objects",
+    "run_real2sim",
+]
+
+ROBOT_REACH_X = 0.5
+"""Distance (m) in front of the robot base where the objects' centre goes when the frame is uncalibrated."""
+REST_TOLERANCE_M = 0.03
+"""An object whose lowest point is within this of the table (m) is set down on it; higher ones are left
+where they are (stacked or held) with a warning."""
+SEPARATION_M = 0.0005
+"""Gap (m) left between objects pushed apart."""
+MAX_SEPARATION_ROUNDS = 20
+
+
+class Real2SimError(ValueError):
+    """real2sim cannot build a scene from this input; the message says what is wrong."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Real2SimConfig:
+    """Choices of back-ends and settings."""
+
+    segmenter: str = "geometric"
+    """``geometric``, ``masks`` (the frame's own masks) or ``grounded_sam2``."""
+    shape: str = "geometric"
+    pose: str = "icp"
+    particle_spacing_m: float = DEFAULT_SPACING_M
+    """Lattice pitch of deformables' particles (m)."""
+    settle_s: float = 1.0
+    """Settle run length (s); 0 skips it."""
+    render: bool = True
+    """Render the scene from the camera next to the photo (needs an OpenGL context)."""
+    overlays: bool = True
+    kinds: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Object name → solver, overriding the estimate (source ``user``)."""
+
+
+@dataclasses.dataclass
+class Real2SimResult:
+    """Everything real2sim computed; :meth:`to_dict` is ``result.json``."""
+
+    scene: Any
+    """:class:`simpact.scene.Scene` of the rigid objects (what MuJoCo simulates)."""
+    objects: list[dict[str, Any]]
+    """``scene.json`` ``objects`` entries (file paths relative to the output folder)."""
+    geometries: dict[str, ObjectGeometry]
+    """Object name → its reconstruction after placement (world frame)."""
+    parameters: dict[str, PhysicalParameters]
+    particles: dict[str, Particles]
+    labels: Labels
+    physics: PhysicsEstimate
+    perception: Any
+    frame_info: dict[str, Any]
+    table: dict[str, Any]
+    placement: dict[str, dict[str, Any]]
+    """Per object: how far placement moved it (``lift_m``, ``push_m``)."""
+    settle: Any = None
+    """:class:`simpact.guard.settle.SettleReport`, or None when skipped."""
+    timings_s: dict[str, float] = dataclasses.field(default_factory=dict)
+    warnings: list[str] = dataclasses.field(default_factory=list)
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+    world: Any = None
+
+    @property
+    def names(self) -> list[str]:
+        return [o["name"] for o in self.objects]
+
+    def to_dict(self) -> dict[str, Any]:
+        settle = self.settle.to_dict() if self.settle is not None else None
+        return {
+            "objects": [o["name"] for o in self.objects],
+            "kinds": {o["name"]: o["kind"] for o in self.objects},
+            "labels": self.labels.to_dict(),
+            "physics": self.physics.to_dict(),
+            "placement": self.placement,
+            "frame": self.frame_info,
+            "settle": settle,
+            "clean": None if settle is None else settle["clean"],
+            "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
+            "warnings": list(self.warnings),
+            "files": dict(self.files),
+        }
+
+
+# --- geometry helpers -----------------------------------------------------------------------------------
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def _quat_from_matrix(R: np.ndarray) -> np.ndarray:
+    import trimesh
+
+    M = np.eye(4)
+    M[:3, :3] = R
+    q = trimesh.transformations.quaternion_from_matrix(M)  # (w, x, y, z)
+    return np.asarray(q if q[0] >= 0 else -q, dtype=float)
+
+
+def world_vertices(g: ObjectGeometry) -> np.ndarray:
+    """The posed mesh's vertices in the world frame (m)."""
+    return np.asarray(g.mesh.vertices) @ _rotation(g.quaternion).T + np.asarray(g.position, dtype=float)
+
+
+def _moved(g: ObjectGeometry, shift: np.ndarray) -> ObjectGeometry:
+    return dataclasses.replace(
+        g,
+        position=np.asarray(g.position, dtype=float) + shift,
+        points_world=np.asarray(g.points_world, dtype=float) + shift,
+    )
+
+
+def _transformed(g: ObjectGeometry, T: np.ndarray) -> ObjectGeometry:
+    """``g`` with its pose and points moved by the world-to-world transform ``T`` (4x4)."""
+    R = T[:3, :3]
+    return dataclasses.replace(
+        g,
+        position=R @ np.asarray(g.position, dtype=float) + T[:3, 3],
+        quaternion=_quat_from_matrix(R @ _rotation(g.quaternion)),
+        points_world=np.asarray(g.points_world, dtype=float) @ R.T + T[:3, 3],
+    )
+
+
+def robot_facing_transform(T_world_cam: np.ndarray, centre_world: np.ndarray) -> np.ndarray:
+    """World-to-world transform (4x4) that puts ``centre_world`` at (:data:`ROBOT_REACH_X`, 0, z) with the
+    camera on the +x side beyond it (looking back at the robot), turning only about z."""
+    cam = T_world_cam[:3, 3]
+    d = cam[:2] - centre_world[:2]
+    if np.linalg.norm(d) < 1e-6:  # camera straight above: keep the camera's own heading
+        d = -T_world_cam[:2, 2] if np.linalg.norm(T_world_cam[:2, 2]) > 1e-6 else np.array([1.0, 0.0])
+    yaw = -np.arctan2(d[1], d[0])
+    c, s = np.cos(yaw), np.sin(yaw)
+    T = np.eye(4)
+    T[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
+    rotated = T[:3, :3] @ centre_world
+    T[:3, 3] = [ROBOT_REACH_X - rotated[0], -rotated[1], 0.0]
+    return T
+
+
+def place_objects(
+    geometries: Sequence[ObjectGeometry], names: Sequence[str], table_z: float = 0.0
+) -> tuple[list[ObjectGeometry], dict[str, dict[str, Any]], list[str]]:
+    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it, then
+    push interpenetrating pairs apart horizontally (convex hulls, MuJoCo's collision test) until none
+    overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries, what moved each, warnings."""
+    out = list(geometries)
+    info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "push_m": [0.0, 0.0]} for n in names}
+    warnings: list[str] = []
+    for i, (g, name) in enumerate(zip(out, names)):
+        low = float(world_vertices(g)[:, 2].min()) - table_z
+        if abs(low) <= REST_TOLERANCE_M or low < 0:
+            out[i] = _moved(g, np.array([0.0, 0.0, -low]))
+            info[name]["lift_m"] = round(-low, 6)
+        else:
+            warnings.append(f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)")
+    if len(out) < 2:
+        return out, info, warnings
+    for _ in range(MAX_SEPARATION_ROUNDS):
+        pushes = _overlap_pushes(out)
+        if not pushes:
+            break
+        for i, push in pushes.items():
+            out[i] = _moved(out[i], np.array([push[0], push[1], 0.0]))
+            total = np.asarray(info[names[i]]["push_m"]) + push
+            info[names[i]]["push_m"] = [round(float(v), 6) for v in total]
+    else:
+        warnings.append("objects still overlap after pushing them apart; see the settle report")
+    return out, info, warnings
+
+
+def _overlap_pushes(geoms: Sequence[ObjectGeometry]) -> dict[int, np.ndarray]:
+    """Horizontal pushes (m) that separate overlapping convex hulls; each pair's depth split by mass proxy
+    (hull volume) so the smaller object moves more."""
+    import mujoco
+
+    spec = mujoco.MjSpec()
+    hulls = [g.mesh.convex_hull for g in geoms]
+    for i, (g, hull) in enumerate(zip(geoms, hulls)):
+        mesh = spec.add_mesh(name=f"m{i}")
+        mesh.uservert = np.asarray(hull.vertices, dtype=np.float32).ravel().tolist()
+        mesh.userface = np.asarray(hull.faces, dtype=np.int32).ravel().tolist()
+        body = spec.worldbody.add_body(name=f"b{i}", pos=list(g.position), quat=list(g.quaternion))
+        body.add_freejoint()
+        body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"m{i}", margin=SEPARATION_M)
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    volumes = np.array([max(float(h.volume), 1e-9) for h in hulls])
+    pushes: dict[int, np.ndarray] = {}
+    for k in range(data.ncon):
+        c = data.contact[k]
+        if c.dist >= -SEPARATION_M:
+            continue
+        a, b = (int(model.geom_bodyid[g]) - 1 for g in c.geom)
+        normal = np.asarray(c.frame[:3])  # from geom 0 towards geom 1
+        horizontal = normal[:2]
+        if np.linalg.norm(horizontal) < 1e-6:
+            horizontal = np.asarray(geoms[b].position[:2]) - np.asarray(geoms[a].position[:2])
+        horizontal = horizontal / max(np.linalg.norm(horizontal), 1e-9)
+        depth = -float(c.dist) + SEPARATION_M
+        share_a = volumes[b] / (volumes[a] + volumes[b])
+        for idx, sign, share in ((a, -1.0, share_a), (b, 1.0, 1.0 - share_a)):
+            step = sign * share * depth * horizontal
+            prev = pushes.get(idx)
+            if prev is None or np.linalg.norm(step) > np.linalg.norm(prev):
+                pushes[idx] = step
+    return pushes
+
+
+# --- fast convex decomposition ------------------------------------------------------------------------------
+
+COLUMN_CELLS = 8
+"""A concave object is split into up to this many columns along each horizontal axis of its frame."""
+SURFACE_SAMPLES = 20_000
+
+
+def column_parts(
+    mesh: Any, cells: int = COLUMN_CELLS, seed: int = 0
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Convex parts of a concave mesh in well under a second: the surface (vertices and ``SURFACE_SAMPLES``
+    seeded samples) cut into ``cells`` x ``cells`` vertical columns of the object frame, each column's points
+    wrapped in their convex hull. A bowl's floor and walls stay separate, so its cavity stays open (CoACD
+    takes tens of seconds on a reconstructed bowl). Returns (vertices list, faces list)."""
+    import trimesh
+
+    samples, _ = trimesh.sample.sample_surface(mesh, SURFACE_SAMPLES, seed=seed)
+    pts = np.concatenate([np.asarray(mesh.vertices, dtype=float), np.asarray(samples, dtype=float)])
+    lo, hi = pts[:, :2].min(axis=0), pts[:, :2].max(axis=0)
+    size = np.maximum(hi - lo, 1e-9)
+    idx = np.minimum((((pts[:, :2] - lo) / size) * cells).astype(np.int64), cells - 1)
+    key = idx[:, 0] * cells + idx[:, 1]
+    verts, faces = [], []
+    for k in np.unique(key):
+        col = pts[key == k]
+        if len(col) < 4:
+            continue
+        try:
+            hull = trimesh.convex.convex_hull(col)
+        except Exception:  # degenerate (flat) column: qhull refuses it
+            continue
+        if hull.volume <= 1e-12:
+            continue
+        verts.append(np.asarray(hull.vertices, dtype=np.float64))
+        faces.append(np.asarray(hull.faces, dtype=np.int32))
+    return verts, faces
+
+
+def _cache_convex_parts(mesh_file: Path, scale: Sequence[float] | np.ndarray) -> int:
+    """Write :func:`column_parts` of the mesh as the scene builder will load it (file, per-axis scale) into
+    the convex-decomposition cache, so building the MuJoCo scene does not run CoACD. Returns the part count.
+
+    Uses the cache layout of :mod:`solvers.mujoco.meshes` (keyed by the loaded mesh)."""
+    import os
+
+    from solvers.mujoco import meshes
+
+    mesh = meshes.load_mesh(mesh_file, tuple(float(v) for v in scale))  # type: ignore[arg-type]
+    path = meshes.cache_dir() / f"{meshes._mesh_key(mesh)}.npz"
+    verts, faces = column_parts(mesh)
+    if not verts:
+        return 0
+    if path.exists():
+        return len(verts)
+    arrays: dict[str, np.ndarray] = {"count": np.array(len(verts))}
+    for i, (v, f) in enumerate(zip(verts, faces)):
+        arrays[f"v{i}"], arrays[f"f{i}"] = v, f
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
+    tmp.replace(path)
+    return len(verts)
+
+
+# --- the pipeline -------------------------------------------------------------------------------------------
+
+
+def _median_rgba(rgb: np.ndarray, mask: np.ndarray | None) -> tuple[float, float, float, float]:
+    if mask is None or not mask.any():
+        return (0.7, 0.7, 0.7, 1.0)
+    c = np.median(rgb[mask].reshape(-1, 3), axis=0) / 255.0
+    return (round(float(c[0]), 3), round(float(c[1]), 3), round(float(c[2]), 3), 1.0)
+
+
+def run_real2sim(
+    frame: Frame,
+    *,
+    labels: Sequence[str] | str | None = None,
+    instruction: str | None = None,
+    task: Any = None,
+    vlm: Any = None,
+    out: str | Path | None = None,
+    config: Real2SimConfig = Real2SimConfig(),
+    perceive_fn: Callable[..., Any] | None = None,
+) -> Real2SimResult:
+    """Build a scene from ``frame``; write it under ``out`` when given.
+
+    ``labels`` (a list or ``"a, b"``), else ``task``'s objects, else ``vlm``'s answer for ``instruction``
+    (or the frame's own ``instruction`` metadata) name what to look for; ``vlm`` also answers the physics
+    questions and labels geometric clusters. ``perceive_fn`` replaces :func:`real2sim.perception.perceive`
+    (same signature) in tests.
+    """
+    timings: dict[str, float] = {}
+    t_all = time.perf_counter()
+    instruction = instruction or (task.instruction if task is not None else None)
+    instruction = instruction or frame.metadata.get("instruction")
+    t = time.perf_counter()
+    resolved = resolve_labels(labels, task=task, instruction=instruction, vlm=vlm, rgb=frame.rgb)
+    timings["labels"] = time.perf_counter() - t
+    if perceive_fn is None:
+        from real2sim.perception import perceive
+
+        perceive_fn = perceive
+    assign = vlm_assigner(vlm, resolved.exchange) if vlm is not None and resolved.labels else None
+    t = time.perf_counter()
+    perception = perceive_fn(
+        frame,
+        resolved.labels,
+        segmenter=config.segmenter,
+        shape=config.shape,
+        pose=config.pose,
+        assign=assign,
+    )
+    timings["perception"] = time.perf_counter() - t
+    for stage, seconds in dict(getattr(perception, "timings_s", {}) or {}).items():
+        timings[f"perception.{stage}"] = float(seconds)
+    result = assemble(
+        frame,
+        perception,
+        resolved,
+        vlm=vlm,
+        instruction=instruction,
+        config=config,
+        out=out,
+        timings=timings,
+    )
+    result.timings_s["total"] = time.perf_counter() - t_all
+    if out is not None:
+        _write_json(Path(out) / "result.json", result.to_dict())
+    return result
+
+
+def assemble(
+    frame: Frame,
+    perception: Any,
+    labels: Labels,
+    *,
+    vlm: Any = None,
+    instruction: str | None = None,
+    config: Real2SimConfig = Real2SimConfig(),
+    out: str | Path | None = None,
+    timings: dict[str, float] | None = None,
+) -> Real2SimResult:
+    """The stages after perception: parameters, particles, placement, Scene, settle run, files."""
+    timings = timings if timings is not None else {}
+    warnings = list(labels.warnings) + [str(w) for w in getattr(perception, "warnings", [])]
+    geometries: list[ObjectGeometry] = list(perception.objects)
+    if not geometries:
+        found = ", ".join(labels.labels) if labels.labels else "anything standing on the table"
+        raise Real2SimError(f"no object found in the frame (looked for {found})")
+    missing = [lab for lab in labels.labels if lab not in {g.label for g in geometries}]
+    if missing:
+        warnings.append(f"not found in the frame: {', '.join(missing)}")
+    names = [labels.name_of(g.label) if labels.labels else object_name(g.label) for g in geometries]
+    if len(set(names)) != len(names):
+        raise Real2SimError(f"two reconstructed objects share a name: {names}")
+    masks = {s.label: s.mask for s in getattr(perception, "segments", [])}
+
+    table = perception.table
+    T_world_cam = np.asarray(table.T_world_cam, dtype=float)
+    frame_info: dict[str, Any] = {"world_frame": table.world_frame}
+    if table.world_frame != "T_base_cam":
+        centre = np.mean([np.asarray(g.position, dtype=float) for g in geometries], axis=0)
+        T = robot_facing_transform(T_world_cam, centre)
+        geometries = [_transformed(g, T) for g in geometries]
+        T_world_cam = T @ T_world_cam
+        frame_info["note"] = (
+            f"no calibration: z up along the table normal, z = 0 on the table; turned about z and shifted so "
+            f"the objects' centre is {ROBOT_REACH_X} m in front of the robot base, the camera beyond them"
+        )
+        frame_info["table_frame_to_world"] = T.tolist()
+    else:
+        frame_info["note"] = "robot base frame from the frame's T_base_cam; table top moved to z = 0"
+    # The table top is world z = 0 already (real2sim.table); with calibration, p_base = p_world + (0, 0, h).
+    frame_info["table_height_m"] = float(getattr(table, "table_height_m", 0.0))
+    frame_info["T_world_cam"] = np.round(T_world_cam, 9).tolist()
+
+    # Physical parameters.
+    t = time.perf_counter()
+    extents = {n: [float(v) for v in g.extent] for n, g in zip(names, geometries)}
+    label_of = {n: g.label for n, g in zip(names, geometries)}
+    physics = estimate_physics(
+        extents, vlm=vlm, image=frame.rgb, instruction=instruction, labels=label_of, kinds=config.kinds
+    )
+    warnings.extend(physics.warnings)
+    timings["physics"] = time.perf_counter() - t
+
+    # Particles for deformables (their mass follows from density × particle volume).
+    t = time.perf_counter()
+    particles: dict[str, Particles] = {}
+    for n, g in zip(names, geometries):
+        p = physics.parameters[n]
+        if p.kind == "rigid":
+            continue
+        particles[n] = fill_particles(np.asarray(g.points_world), config.particle_spacing_m)
+        if p.density_kg_m3 is not None:
+            p.mass_kg = float(p.density_kg_m3 * particles[n].volume_m3)
+    timings["particles"] = time.perf_counter() - t
+
+    # Placement of the rigid objects.
+    t = time.perf_counter()
+    rigid = [i for i, n in enumerate(names) if physics.parameters[n].kind == "rigid"]
+    placed, placement, place_warnings = place_objects(
+        [geometries[i] for i in rigid], [names[i] for i in rigid]
+    )
+    for i, g in zip(rigid, placed):
+        geometries[i] = g
+    warnings.extend(place_warnings)
+    timings["placement"] = time.perf_counter() - t
+
+    result = Real2SimResult(
+        scene=None,
+        objects=[],
+        geometries=dict(zip(names, geometries)),
+        parameters=dict(physics.parameters),
+        particles=particles,
+        labels=labels,
+        physics=physics,
+        perception=perception,
+        frame_info=frame_info,
+        table={
+            "plane_world": {"normal": [0.0, 0.0, 1.0], "offset_m": 0.0},
+            "normal_cam": [float(v) for v in np.asarray(table.normal_cam)],
+            "offset_cam_m": float(table.offset_m),
+        },
+        placement=placement,
+        timings_s=timings,
+        warnings=warnings,
+    )
+    out_dir = Path(out) if out is not None else None
+    t = time.perf_counter()
+    result.scene, result.objects = _scene(result, names, frame, masks, out_dir)
+    timings["scene"] = time.perf_counter() - t
+
+    if result.scene.objects:
+        t = time.perf_counter()
+        from solvers.mujoco.render import CameraSpec
+        from solvers.mujoco.world import MujocoWorld
+
+        camera = CameraSpec(width=frame.width, height=frame.height, K=frame.K, T_base_cam=T_world_cam)
+        result.world = MujocoWorld(result.scene, camera=camera)
+        timings["world"] = time.perf_counter() - t
+        if config.settle_s > 0:
+            from simpact.guard.settle import settle_check
+
+            t = time.perf_counter()
+            result.settle = settle_check(result.world, config.settle_s)
+            timings["settle"] = time.perf_counter() - t
+            if not result.settle.clean:
+                warnings.append(
+                    f"settle run: {len(result.settle.artifacts)} artifact(s), deepest initial overlap "
+                    f"{result.settle.max_overlap * 1000:.1f} mm"
+                )
+    if out_dir is not None:
+        write_outputs(result, frame, masks, out_dir, config)
+    return result
+
+
+def _scene(
+    result: Real2SimResult,
+    names: Sequence[str],
+    frame: Frame,
+    masks: Mapping[str, np.ndarray],
+    out_dir: Path | None,
+) -> tuple[Any, list[dict[str, Any]]]:
+    """The Scene of the rigid objects (meshes written under ``out_dir/meshes``, else a temporary folder) and
+    the ``scene.json`` object entries."""
+    import tempfile
+
+    from simpact.scene import Scene, SceneObject
+
+    mesh_dir = (out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))) / "meshes"
+    mesh_dir.mkdir(parents=True, exist_ok=True)
+    scene_objects = []
+    entries: list[dict[str, Any]] = []
+    for n in names:
+        g, p = result.geometries[n], result.parameters[n]
+        extent = np.asarray(g.extent, dtype=float)
+        entry: dict[str, Any] = {
+            "name": n,
+            "label": g.label,
+            "kind": p.kind,
+            "position": [round(float(v), 6) for v in g.position],
+            "quaternion": [round(float(v), 6) for v in g.quaternion],
+            "extent": [round(float(v), 6) for v in extent],
+            "mass": round(float(p.mass_kg), 6),
+            "friction": round(float(p.friction), 4),
+            "physics": {**p.to_dict(), **result.physics.notes.get(n, {})},
+            "symmetry": g.symmetry,
+            "concave": bool(g.concave),
+            "fit_rmse_m": round(float(g.fit_rmse_m), 6),
+            "shape_source": g.shape_source,
+            "pose_source": g.pose_source,
+            "rgba": list(_median_rgba(frame.rgb, masks.get(g.label))),
+        }
+        if p.kind == "rigid":
+            unit = g.mesh.copy()
+            unit.apply_scale(1.0 / extent)
+            path = mesh_dir / f"{n}.obj"
+            unit.export(path)
+            if g.concave:
+                entry["convex_parts"] = _cache_convex_parts(path, extent)
+            entry["mesh"] = f"meshes/{n}.obj"
+            entry["mesh_scale"] = entry["extent"]
+            scene_objects.append(
+                SceneObject(
+                    name=n,
+                    shape="mesh",
+                    size=tuple(float(v) for v in extent),
+                    position=tuple(float(v) for v in g.position),  # type: ignore[arg-type]
+                    quaternion=tuple(float(v) for v in g.quaternion),  # type: ignore[arg-type]
+                    mass=float(p.mass_kg),
+                    friction=float(p.friction),
+                    rgba=entry["rgba"],
+                    mesh=str(path.resolve()),
+                    convex_decomposition=bool(g.concave),
+                )
+            )
+        else:
+            entry["particles"] = f"particles/{n}.npy"
+            entry["particle_spacing_m"] = result.particles[n].spacing_m
+            entry["particle_count"] = len(result.particles[n].points)
+        entries.append(entry)
+    return Scene(tuple(scene_objects)), entries
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def write_outputs(
+    result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
+) -> None:
+    """``scene.json``, ``scene.xml``, particles, overlays (see the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for n, p in result.particles.items():
+        (out / "particles").mkdir(exist_ok=True)
+        np.save(out / "particles" / f"{n}.npy", p.points, allow_pickle=False)
+    scene_json = {
+        "objects": result.objects,
+        "table": result.table,
+        "frame": result.frame_info,
+        "robot": result.scene.to_dict()["robot"],
+        "table_size": list(result.scene.table_size),
+        "units": "m, kg, s; quaternions (w, x, y, z); positions in the world frame",
+    }
+    _write_json(out / "scene.json", scene_json)
+    result.files["scene.json"] = "scene.json"
+    if result.world is not None:
+        (out / "scene.xml").write_text(result.world.spec.to_xml())
+        result.files["scene.xml"] = "scene.xml"
+    if config.overlays:
+        t = time.perf_counter()
+        result.files.update(_overlays(result, frame, masks, out, config))
+        result.timings_s["overlays"] = time.perf_counter() - t
+
+
+def _overlays(
+    result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
+) -> dict[str, str]:
+    from real2sim.overlays import cloud_mesh_overlay, mask_overlay, save_png, side_by_side
+
+    files: dict[str, str] = {}
+    named = [(n, masks[g.label]) for n, g in result.geometries.items() if g.label in masks]
+    save_png(mask_overlay(frame.rgb, named), out / "masks.png")
+    files["masks.png"] = "masks.png"
+    T_world_cam = np.asarray(result.frame_info["T_world_cam"], dtype=float)
+    points, colours = _cloud(frame, T_world_cam)
+    meshes = []
+    for n, g in result.geometries.items():
+        if n in result.particles:
+            pts = result.particles[n].points.astype(float)
+            meshes.append((n, pts, np.zeros((0, 3), np.int64)))
+            points = np.concatenate([points, pts])
+            colours = np.concatenate([colours, np.tile(np.array([[255, 0, 255]], np.uint8), (len(pts), 1))])
+        else:
+            meshes.append((n, world_vertices(g), np.asarray(g.mesh.faces)))
+    save_png(cloud_mesh_overlay(frame.rgb, points, colours, meshes, T_world_cam, frame.K), out / "meshes.png")
+    files["meshes.png"] = "meshes.png"
+    if config.render and result.world is not None:
+        try:
+            render = _render_placed(result.world)
+        except Exception as exc:  # no OpenGL context: keep everything else, say why the picture is missing
+            result.warnings.append(f"scene_vs_photo.png not rendered: {type(exc).__name__}: {exc}")
+        else:
+            pair = side_by_side([frame.rgb, render], ["photo", "simulated scene (as placed)"])
+            save_png(pair, out / "scene_vs_photo.png")
+            files["scene_vs_photo.png"] = "scene_vs_photo.png"
+    return files
+
+
+def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 120_000) -> tuple[np.ndarray, np.ndarray]:
+    """The frame's valid depth pixels as world points (m) with their colours, evenly subsampled."""
+    v, u = np.nonzero(frame.depth > 0)
+    step = max(1, int(np.ceil(len(u) / max_points)))
+    v, u = v[::step], u[::step]
+    z = frame.depth[v, u].astype(float)
+    K = frame.K
+    x = (u - K[0, 2] - K[0, 1] * (v - K[1, 2]) / K[1, 1]) * z / K[0, 0]
+    y = (v - K[1, 2]) * z / K[1, 1]
+    cam = np.stack([x, y, z], axis=1)
+    return cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3], frame.rgb[v, u]
+
+
+def _render_placed(world: Any) -> np.ndarray:
+    import mujoco
+
+    from simpact.guard.settle import placed_state
+    from solvers.mujoco.render import Renderer
+
+    data = mujoco.MjData(world.model)
+    placed_state(world, data)
+    with Renderer(world.model, camera=world.camera) as renderer:
+        return renderer.render_rgb(data, shadows=False)
+
+
+# --- reading a scene back -----------------------------------------------------------------------------------
+
+
+def load_scene(directory: str | Path) -> Any:
+    """The :class:`simpact.scene.Scene` of the rigid objects in ``directory/scene.json`` (mesh paths made
+    absolute); deformables are left out (they have particles, not meshes)."""
+    from simpact.scene import RobotStart, Scene, SceneObject
+
+    root = Path(directory)
+    path = root / "scene.json"
+    if not path.is_file():
+        raise Real2SimError(f"{path}: missing (write it with `simpact real2sim FRAME --out {root}`)")
+    try:
+        raw = json.loads(path.read_text())
+        objects = []
+        for o in raw["objects"]:
+            if o["kind"] != "rigid":
+                continue
+            objects.append(
+                SceneObject(
+                    name=o["name"],
+                    shape="mesh",
+                    size=tuple(float(v) for v in o["mesh_scale"]),
+                    position=tuple(float(v) for v in o["position"]),  # type: ignore[arg-type]
+                    quaternion=tuple(float(v) for v in o["quaternion"]),  # type: ignore[arg-type]
+                    mass=float(o["mass"]),
+                    friction=float(o["friction"]),
+                    rgba=tuple(float(v) for v in o.get("rgba", (0.7, 0.7, 0.7, 1.0))),  # type: ignore[arg-type]
+                    mesh=str((root / o["mesh"]).resolve()),
+                    convex_decomposition=bool(o.get("concave", False)),
+                )
+            )
+        robot = RobotStart.from_dict(raw.get("robot", {}))
+    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+        raise Real2SimError(f"{path}: not a real2sim scene ({type(exc).__name__}: {exc})") from None
+    return Scene(tuple(objects), robot)
