@@ -247,6 +247,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_plan_parser(verbs)
 
+    from real2sim.commands import add_real2sim_parser
+
+    add_real2sim_parser(verbs)
+
     bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push")
@@ -277,6 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pictures", action="store_true", help="also write an HTML report with plots per episode")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench_audit)
+
+    from simpact.bench.real2sim import add_bench_real2sim_parser
+
+    add_bench_real2sim_parser(bench)
 
     from simpact.bench.sim2real import add_sim2real_parser
 
