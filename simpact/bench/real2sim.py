@@ -352,3 +352,41 @@ def format_table(result: dict[str, Any]) -> str:
                 f"{r['frame']:<34} {name + found:<18} {errors} {f('mask_iou', '5.2f'):>5} {r['seconds']:5.1f}"
             )
     return "\n".join(lines)
+
+
+def cmd_bench_real2sim(args: Any) -> None:
+    from simpact.cli import UsageError
+    from simpact.tasks import TaskError, load_task
+
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
+    try:
+        for name in args.tasks or []:
+            load_task(name)  # unknown names fail before any work
+    except TaskError as exc:
+        raise UsageError(str(exc)) from None
+
+    def progress(record: dict[str, Any]) -> None:
+        if "error" in record:
+            print(f"  {record['frame']}: error: {record['error']}", flush=True)
+        else:
+            print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
+
+    out = Path(args.out)
+    result = run_real2sim_bench(
+        out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+    )
+    print(format_table(result))
+    if result["real_skipped"]:
+        print(f"real frames skipped: {result['real_skipped']}")
+    met = ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in result["targets_met"].items())
+    print(f"bench real2sim: {met} -> {out / 'result.json'}")
+
+
+def add_bench_real2sim_parser(bench: Any) -> None:
+    """Register ``bench real2sim`` on the ``simpact bench`` subparsers."""
+    p = bench.add_parser("real2sim", help="real2sim accuracy on rendered task frames and the real frames")
+    p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
+    p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
+    p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bench_real2sim)
