@@ -7,9 +7,10 @@ in the order of ``labels``; a label with no segment is left out (the caller repo
   discontinuities; regions that do not rest on the table (the robot arm, background clutter beyond the
   table's edge) are dropped. Regions are matched to labels by an ``assign(rgb, clusters, labels)``
   callable when one is given (e.g. a VLM), otherwise by the cues in the labels: colour and size words
-  ("green bowl", "small box"), known objects' sizes ("tomato soup can"), shape words against the region's
-  top-view outline (box vs can); labels without any cue take the remaining regions in decreasing size
-  (first label = largest region).
+  ("green bowl", "small box"), known or typical objects' sizes ("tomato soup can", "mug"), shape words
+  against the region's top-view outline (box vs can); labels without any cue take the remaining regions
+  in decreasing size (first label = largest region). Labels naming something flat (:data:`FLAT_WORDS`:
+  "red square", "blue mat") are found instead as the largest table patch of the colour they name.
 - ``masks``: the masks that came with the frame (e.g. rendered ground truth), matched to labels by name.
 - ``grounded_sam2``: GroundingDINO boxes for the labels, refined into masks by SAM 2, loaded from local
   checkpoints named by environment variables (see :func:`grounded_sam2_settings`); nothing downloads.
@@ -91,6 +92,18 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "beige": (210, 185, 140),
     "tan": (210, 180, 140),
 }
+#: Typical real-world sizes (m, any order) of common objects, a prior for matching plain labels to regions.
+TYPICAL_SIZES_M: dict[str, tuple[float, float, float]] = {
+    "can": (0.066, 0.066, 0.122),  # a 330 ml drinks can
+    "mug": (0.082, 0.082, 0.095),
+    "cup": (0.075, 0.075, 0.09),
+    "glass": (0.07, 0.07, 0.12),
+    "bottle": (0.07, 0.07, 0.22),
+    "carton": (0.07, 0.07, 0.2),  # a one-litre drinks carton
+}
+
+#: Words naming flat things lying on the table (found by colour among the table's pixels, not by height).
+FLAT_WORDS = frozenset("square area mat marker sheet paper region zone patch target pad coaster".split())
 _SMALL = frozenset({"small", "little", "tiny", "mini", "short", "narrow", "smaller", "smallest"})
 _LARGE = frozenset({"large", "big", "wide", "tall", "huge", "larger", "bigger", "largest", "biggest"})
 
@@ -329,11 +342,12 @@ def _colour_cost(cluster_rgb: Sequence[float], word: str) -> float:
 
 
 def _known_size(words: Sequence[str]) -> np.ndarray | None:
-    """Sorted edge lengths (m) of a known object the label names (all of its name's words in the label)."""
+    """Sorted edge lengths (m) of a known object the label names (all of its name's words in the label; the
+    longest such name wins)."""
     from real2sim.datasets import YCB_SIZES_M
 
     best = None
-    for name, size in YCB_SIZES_M.items():
+    for name, size in {**TYPICAL_SIZES_M, **YCB_SIZES_M}.items():
         key = label_words(name)
         if set(key) <= set(words) and (best is None or len(key) > best[0]):
             best = (len(key), np.sort(np.asarray(size, dtype=np.float64)))
@@ -348,7 +362,8 @@ def _label_kind(label: str) -> str | None:
 
 def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict[int, str]:
     """Hungarian matching of clusters to labels by colour words, size words, the size of objects the label
-    names (:data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline, then size order."""
+    names (:data:`TYPICAL_SIZES_M`, :data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline,
+    then size order."""
     from scipy.optimize import linear_sum_assignment
 
     n_c, n_l = len(clusters), len(labels)
@@ -410,6 +425,8 @@ def _segment_geometric(
         raise SegmentationError(f"segmenter 'geometric': bad option ({err})") from None
     if not labels:
         return [Segment(f"object_{i}", c.mask, 0.5, "geometric") for i, c in enumerate(clusters)]
+    flat = [lab for lab in labels if FLAT_WORDS.intersection(label_words(lab))]
+    solid = [lab for lab in labels if lab not in flat]
     if assign is not None:
         mapping = dict(assign(frame.rgb, clusters, list(labels)))
         bad = {i: lab for i, lab in mapping.items() if not (0 <= int(i) < len(clusters)) or lab not in labels}
@@ -420,16 +437,49 @@ def _segment_geometric(
             )
         score = 0.9
     else:
-        mapping = _assign_by_hints(clusters, labels)
+        mapping = _assign_by_hints(clusters, solid)
         score = 0.5
-    by_label: dict[str, int] = {}
+    found: dict[str, Segment] = {}
     for i, lab in sorted(mapping.items()):
-        by_label.setdefault(lab, int(i))
-    return [
-        Segment(label, clusters[by_label[label]].mask, score, "geometric")
-        for label in labels
-        if label in by_label
-    ]
+        if lab not in found:
+            found[lab] = Segment(lab, clusters[int(i)].mask, score, "geometric")
+    for lab in flat:
+        if lab not in found:
+            mask = _flat_by_colour(frame, table, lab)
+            if mask is not None:
+                found[lab] = Segment(lab, mask, 0.4, "geometric")
+    return [found[label] for label in labels if label in found]
+
+
+def _flat_by_colour(frame: Frame, table: TablePlane, label: str, min_pixels: int = 80) -> np.ndarray | None:
+    """The largest patch of table pixels in the colour the label names (a flat marker, a mat), or None."""
+    import cv2
+
+    colours = [w for w in label_words(label) if w in COLOURS]
+    if not colours:
+        return None
+    lab = cv2.cvtColor(frame.rgb.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
+    chroma = np.hypot(lab[..., 1], lab[..., 2])
+    hue = np.arctan2(lab[..., 2], lab[..., 1])
+    best = np.zeros(frame.rgb.shape[:2], bool)
+    for word in colours:
+        ref = _lab(COLOURS[word])
+        ref_chroma = float(np.hypot(ref[1], ref[2]))
+        if ref_chroma < 10.0:  # white, grey, black: lightness and low chroma
+            match = (chroma < 12.0) & (np.abs(lab[..., 0] - ref[0]) < 15.0)
+        else:
+            dh = np.abs(hue - np.arctan2(ref[2], ref[1]))
+            match = (np.minimum(dh, 2 * np.pi - dh) < np.deg2rad(20.0)) & (chroma > 0.4 * ref_chroma)
+        best |= match
+    best &= table.inliers
+    best = cv2.morphologyEx(best.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, labels_img, stats, _ = cv2.connectedComponentsWithStats(best, connectivity=8)
+    if count <= 1:
+        return None
+    k = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    if stats[k, cv2.CC_STAT_AREA] < min_pixels:
+        return None
+    return np.asarray(labels_img == k)
 
 
 # --- GroundingDINO + SAM 2 ---------------------------------------------------------------------------------

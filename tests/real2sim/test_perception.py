@@ -33,14 +33,15 @@ def rendered() -> dict[str, tuple[Frame, Any]]:
 
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("calibrated", [True, False])
-def test_given_masks_meet_the_targets(
-    rendered: dict[str, tuple[Frame, Any]], task: str, calibrated: bool
+@pytest.mark.parametrize("segmenter", ["masks", "geometric"])
+def test_rendered_frames_meet_the_targets(
+    rendered: dict[str, tuple[Frame, Any]], task: str, calibrated: bool, segmenter: str
 ) -> None:
     frame, scene = rendered[task]
     if not calibrated:
         frame = without_calibration(frame)
     labels = [o.name for o in scene.objects]
-    result = perceive(frame, labels, segmenter="masks")
+    result = perceive(frame, labels, segmenter=segmenter)
     assert [o.label for o in result.objects] == [s.label for s in result.segments] == labels
     assert result.warnings == []
     if calibrated:
