@@ -242,6 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_audit_parser(verbs)
 
+    from robot.commands import add_robot_parser
+
+    add_robot_parser(verbs)
+
     from simpact.bench.tasks import EXECUTORS, PLANNERS
     from simpact.planner.commands import VLM_CHOICES, add_plan_parser, add_vlm_arguments
 

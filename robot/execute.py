@@ -1,0 +1,271 @@
+"""Execute a validated plan on a robot and measure how closely it followed.
+
+The plan is expanded exactly as the simulator expands it (``simpact.trajectory.expand_plan``, 100 Hz,
+minimum-jerk) from its start pose, in the robot's base frame. Each motion action becomes one Cartesian
+waypoint motion through a subsample of its expanded waypoints (one every ``waypoint_spacing`` metres of path
+or ``yaw_spacing`` radians of turn, and always its last one), passed with the plan's own velocity there
+(scaled to ``speed``), stopping at the action's end; GRASP and RELEASE become gripper commands.
+
+What ``waypoint_errors_m`` measures, one value per subsampled waypoint: the distance from the commanded tool
+position to the nearest tool position measured while the robot moved (sampled every few milliseconds); for
+the last waypoint of each action it is the distance once the robot has stopped there. Before the first
+motion the plan must have passed validation and still hash to the validated value.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from robot.base import ExecutionError, MeasuredPath, PlanRefused, RobotBase, RobotError
+from robot.safety import Validation, plan_sha256
+from simpact.rotations import quat_conj, quat_mul
+from simpact.trajectory import Waypoints, expand_plan
+
+__all__ = ["ExecutionOptions", "execute_plan", "subsample"]
+
+GRIPPER_ACTIONS = ("GRASP", "RELEASE")
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How a validated plan is run (SI units)."""
+
+    speed: float | None = None
+    """Peak tool speed, m/s; default the plan's own (its expansion's ``max_speed``). The path is the same at
+    any speed; only its timing scales."""
+    waypoint_spacing: float = 0.02
+    """Path length between the waypoints sent to the robot, m."""
+    yaw_spacing: float = 0.1
+    """Turn between the waypoints sent to the robot, rad."""
+    gripper_speed: float = 0.05
+    """Finger speed, m/s."""
+    grasp_force: float = 40.0
+    """Squeeze of a GRASP that closes on something, N."""
+    from_current: bool = False
+    """Start where the robot is instead of moving to the plan's start pose first (the plan's start pose must
+    then be the robot's current pose, within ``start_tolerance``)."""
+    start_tolerance: float = 0.005
+    """Largest distance between the robot and the plan's start with ``from_current``, m."""
+    resume_from: int = 0
+    """First action to execute (after a stop and a recovery); the robot first moves to where the previous
+    action ended."""
+
+
+def subsample(waypoints: Waypoints, part: slice, spacing: float, yaw_spacing: float) -> np.ndarray:
+    """Indices into ``waypoints`` within ``part``: one wherever the path since the previous pick exceeds
+    ``spacing`` m or the turn ``yaw_spacing`` rad, and always the last index of ``part``."""
+    idx = np.arange(part.start, part.stop)
+    if len(idx) == 0:
+        return idx
+    picks: list[int] = []
+    last_pos = waypoints.position[idx[0] - 1] if idx[0] > 0 else waypoints.position[idx[0]]
+    last_yaw = waypoints.yaw[idx[0] - 1] if idx[0] > 0 else waypoints.yaw[idx[0]]
+    for i in idx[:-1]:
+        if (
+            np.linalg.norm(waypoints.position[i] - last_pos) >= spacing
+            or abs(waypoints.yaw[i] - last_yaw) >= yaw_spacing
+        ):
+            picks.append(int(i))
+            last_pos, last_yaw = waypoints.position[i], waypoints.yaw[i]
+    picks.append(int(idx[-1]))
+    return np.asarray(picks)
+
+
+def _angle(q1: np.ndarray, q2: np.ndarray) -> float:
+    rel = quat_mul(np.asarray(q1), quat_conj(np.asarray(q2)))
+    return float(2.0 * math.acos(min(1.0, abs(float(rel[0])))))
+
+
+def _peak_speed(path: MeasuredPath, window: float = 0.02) -> float:
+    """Largest tool speed over windows of at least ``window`` s (m/s): the controller's millisecond clock
+    makes sample-to-sample speeds jitter."""
+    t, p = path.time, path.position
+    picks = [0]
+    for i in range(1, len(t)):
+        if t[i] - t[picks[-1]] >= window:
+            picks.append(i)
+    if len(picks) < 2:
+        return 0.0
+    idx = np.asarray(picks)
+    return float((np.linalg.norm(np.diff(p[idx], axis=0), axis=1) / np.diff(t[idx])).max())
+
+
+def _round(values: Any, digits: int = 6) -> Any:
+    return np.round(np.asarray(values, dtype=float), digits).tolist()
+
+
+def execute_plan(
+    robot: RobotBase,
+    validation: Validation,
+    options: ExecutionOptions = ExecutionOptions(),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the validated plan on the connected ``robot``; returns the result (see the module docstring).
+
+    Raises ``PlanRefused`` before any motion (the validation failed, the plan no longer hashes to the
+    validated value, a setting is outside the limits, the robot is not where ``from_current`` needs it) and
+    ``ExecutionError`` (with the action it happened at and the partial result) when the robot stops.
+    """
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    if not validation.ok:
+        raise PlanRefused(f"the plan failed validation: {validation.reason}", validation.violations)
+    plan = validation.plan
+    digest = plan_sha256(plan)
+    if digest != validation.plan_sha256:
+        raise PlanRefused(
+            f"the plan to execute hashes to {digest[:12]}..., not the validated "
+            f"{validation.plan_sha256[:12]}...: it changed after validation"
+        )
+    limits = robot.limits
+    if limits != validation.limits:
+        raise PlanRefused("the robot's safety limits differ from those the plan was validated against")
+    motion = validation.motion
+    speed = motion.max_speed if options.speed is None else float(options.speed)
+    if not 0 < speed <= limits.max_speed:
+        raise PlanRefused(f"speed {speed} m/s is outside (0, max_speed {limits.max_speed}] m/s")
+    start = plan.start_pose
+    assert start is not None  # validation requires it
+    n_actions = len(plan.actions)
+    if not 0 <= options.resume_from < n_actions:
+        raise PlanRefused(
+            f"resume_from {options.resume_from} is not an action of this {n_actions}-action plan"
+        )
+
+    wp = expand_plan(plan, start, motion)
+    scale = speed / motion.max_speed
+    velocity = np.gradient(wp.position, wp.dt, axis=0) * scale
+    yaw_rate = np.gradient(wp.yaw, wp.dt) * scale
+    ends = [int(e) for e in wp.action_end]
+    slices = [slice(s, e + 1) for s, e in zip([0, *(e + 1 for e in ends[:-1])], ends)]
+
+    k0 = options.resume_from
+    if k0 == 0:
+        first_pos, first_quat = np.asarray(start.position), np.asarray(start.quaternion)
+        first_width = min(start.gripper_width, robot.specs.gripper_max_width)
+    else:
+        first_pos, first_quat = wp.position[ends[k0 - 1]], wp.quaternion[ends[k0 - 1]]
+        first_width = float(wp.gripper[ends[k0 - 1]])
+
+    result: dict[str, Any] = {
+        "executed": False,
+        "plan_sha256": digest,
+        "speed_m_s": speed,
+        "waypoint_spacing_m": options.waypoint_spacing,
+        "waypoint_definition": (
+            "one waypoint every waypoint_spacing_m of the expanded path (and every action's end); error = "
+            "distance from the commanded tool position to the nearest measured one while moving, or to the "
+            "tool at rest for an action's last waypoint"
+        ),
+        "resume_from": k0,
+        "start": None,
+        "waypoint_errors_m": [],
+        "waypoints": [],
+        "action_end_errors_m": [None] * n_actions,
+        "action_end_rotation_errors_rad": [None] * n_actions,
+        "gripper_widths": [],
+        "max_measured_speed_m_s": 0.0,
+    }
+
+    def finish() -> dict[str, Any]:
+        errors = np.asarray(result["waypoint_errors_m"], dtype=float)
+        result["error_max_m"] = round(float(errors.max()), 6) if len(errors) else None
+        result["error_mean_m"] = round(float(errors.mean()), 6) if len(errors) else None
+        result["wall_s"] = round(time.perf_counter() - t0, 3)
+        return result
+
+    k = k0
+    try:
+        now_pos, _ = robot.tcp_pose()
+        if options.from_current:
+            gap = float(np.linalg.norm(now_pos - first_pos))
+            if gap > options.start_tolerance:
+                raise PlanRefused(
+                    f"the robot is {gap:.4f} m from where the plan starts (more than "
+                    f"{options.start_tolerance} m): validate the plan from the current pose again"
+                )
+        else:
+            say(f"moving to the start pose {np.round(first_pos, 3).tolist()}")
+            robot.move_to(first_pos, first_quat, speed)
+        if abs(robot.gripper_width() - first_width) > 0.002:
+            robot.gripper_move(first_width, options.gripper_speed)
+        reached_pos, reached_quat = robot.tcp_pose()
+        result["start"] = {
+            "commanded": _round(first_pos),
+            "reached": _round(reached_pos),
+            "error_m": round(float(np.linalg.norm(reached_pos - first_pos)), 6),
+            "rotation_error_rad": round(_angle(reached_quat, first_quat), 6),
+            "gripper_width_m": round(robot.gripper_width(), 6),
+        }
+        for k in range(k0, n_actions):
+            action = plan.actions[k]
+            part = slices[k]
+            end = ends[k]
+            say(f"action {k} ({action})")
+            if action.type in GRIPPER_ACTIONS:
+                target = float(wp.gripper[end])
+                before = robot.gripper_width()
+                if action.type == "GRASP" and target < before - 0.001:
+                    measured = robot.gripper_grasp(target, options.gripper_speed, options.grasp_force)
+                else:
+                    measured = robot.gripper_move(target, options.gripper_speed)
+                result["gripper_widths"].append(
+                    {
+                        "action": k,
+                        "type": action.type,
+                        "commanded_m": round(target, 6),
+                        "measured_m": round(measured, 6),
+                    }
+                )
+            picks = subsample(wp, part, options.waypoint_spacing, options.yaw_spacing)
+            moving = (
+                np.linalg.norm(wp.position[end] - wp.position[part.start - 1 if part.start else 0]) > 1e-6
+                or abs(wp.yaw[end] - wp.yaw[part.start - 1 if part.start else 0]) > 1e-6
+            )
+            if action.type in GRIPPER_ACTIONS or not moving:
+                picks = np.asarray([end])
+                final_pos, final_quat = robot.tcp_pose()
+                samples = final_pos[None]
+            else:
+                vel = velocity[picks].copy()
+                rate = yaw_rate[picks].copy()
+                vel[-1] = 0.0
+                rate[-1] = 0.0
+                measured_path = robot.follow(wp.position[picks], wp.quaternion[picks], vel, rate, speed)
+                final_pos, final_quat = measured_path.final_position, measured_path.final_quaternion
+                samples = np.vstack([measured_path.position, final_pos[None]])
+                result["max_measured_speed_m_s"] = max(
+                    result["max_measured_speed_m_s"], round(_peak_speed(measured_path), 4)
+                )
+            for j, i in enumerate(picks):
+                commanded = wp.position[i]
+                last = j == len(picks) - 1
+                if last:
+                    reached = final_pos
+                else:
+                    reached = samples[int(np.argmin(np.linalg.norm(samples - commanded, axis=1)))]
+                error = float(np.linalg.norm(reached - commanded))
+                result["waypoint_errors_m"].append(round(error, 6))
+                result["waypoints"].append(
+                    {
+                        "action": k,
+                        "commanded": _round(commanded),
+                        "reached": _round(reached),
+                        "error_m": round(error, 6),
+                        "at_rest": last,
+                    }
+                )
+            result["action_end_errors_m"][k] = round(float(np.linalg.norm(final_pos - wp.position[end])), 6)
+            result["action_end_rotation_errors_rad"][k] = round(_angle(final_quat, wp.quaternion[end]), 6)
+    except RobotError as exc:
+        if result["start"] is None:
+            raise ExecutionError(exc, None, "moving to the start pose", finish()) from exc
+        raise ExecutionError(exc, k, plan.actions[k].type, finish()) from exc
+    result["executed"] = True
+    return finish()

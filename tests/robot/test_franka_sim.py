@@ -1,0 +1,115 @@
+"""The Franka driver against franky-sim: every rigid task's reference plan, refusals, a server that dies.
+
+Plans run at 0.5 m/s peak tool speed (the path is the plan's; only its timing is faster than the planner's
+0.15 m/s) to keep the suite short: franky-sim's Python loop runs slower than real time on a small machine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from robot.base import ExecutionError, PlanRefused, RobotError
+from robot.execute import ExecutionOptions, execute_plan
+from robot.franka import FrankaRobot
+from robot.safety import HOME_TCP_QUATERNION, SafetyLimits, validate_plan
+from simpact.actions import Plan, StartPose
+from simpact.rotations import quat_about_z, quat_mul
+from simpact.tasks import list_tasks, load_task
+
+LIMITS = SafetyLimits(max_speed=0.5)
+FAST = ExecutionOptions(speed=0.5)
+WAYPOINT_TOLERANCE = 0.005
+"""Largest allowed distance between a commanded waypoint and the measured tool, m."""
+GRIPPER_TOLERANCE = 0.003
+"""Largest allowed gap between commanded and measured gripper width (nothing between the fingers), m."""
+
+
+def task_plan(name: str) -> Plan:
+    task = load_task(name)
+    scene = task.scene(0)
+    rs = scene.robot
+    quat = quat_mul(quat_about_z(rs.yaw), np.asarray(HOME_TCP_QUATERNION))
+    start = StartPose(tuple(rs.position), tuple(quat.tolist()), rs.gripper_width)  # type: ignore[arg-type]
+    return task.reference_plan(scene, start, 0)
+
+
+def test_tcp_is_the_simulator_tcp_site(franky_sim) -> None:
+    """franky's end-effector pose is the planner's tool-centre point for the same joint angles."""
+    from solvers.mujoco.ik import DifferentialIK
+
+    with FrankaRobot(franky_sim.host, LIMITS, realtime=False) as robot:
+        q = robot.joint_positions()
+        position, quaternion = robot.tcp_pose()
+    sim_position, sim_quaternion = DifferentialIK().fk(q)
+    assert np.linalg.norm(position - sim_position) < 1e-4
+    assert abs(float(np.dot(quaternion, sim_quaternion))) > 1 - 1e-6
+
+
+@pytest.mark.parametrize("name", list_tasks())
+def test_reference_plan_is_executed_within_5_mm(franky_sim, name: str) -> None:
+    plan = task_plan(name)
+    validation = validate_plan(plan, LIMITS, simulate=False)  # the simulated check: test_safety.py
+    assert validation.ok, validation.reason
+    with FrankaRobot(franky_sim.host, LIMITS, realtime=False) as robot:
+        result = execute_plan(robot, validation, FAST)
+    assert result["executed"] is True
+    errors = np.asarray(result["waypoint_errors_m"])
+    assert len(errors) == len(result["waypoints"]) >= len(plan.actions)
+    assert errors.max() < WAYPOINT_TOLERANCE, result["waypoints"][int(errors.argmax())]
+    assert result["start"]["error_m"] < WAYPOINT_TOLERANCE
+    assert max(e for e in result["action_end_errors_m"] if e is not None) < WAYPOINT_TOLERANCE
+    gripper_actions = [i for i, a in enumerate(plan.actions) if a.type in ("GRASP", "RELEASE")]
+    assert [g["action"] for g in result["gripper_widths"]] == gripper_actions
+    for g in result["gripper_widths"]:
+        assert abs(g["measured_m"] - g["commanded_m"]) < GRIPPER_TOLERANCE, g
+    assert result["max_measured_speed_m_s"] < 1.1 * FAST.speed  # type: ignore[operator]
+
+
+def test_plan_outside_the_workspace_is_refused_without_motion(franky_sim) -> None:
+    start = {"position": [0.45, 0.0, 0.25], "quaternion": list(HOME_TCP_QUATERNION), "gripper_width": 0.08}
+    plan = Plan.from_actions(
+        [{"type": "LIFT", "dz": 0.05}, {"type": "PUSH", "dx": 0.0, "dy": 0.45}], start_pose=start
+    )
+    validation = validate_plan(plan, LIMITS, simulate=False)
+    assert [(v.action, v.type, v.check) for v in validation.violations] == [(1, "PUSH", "workspace")]
+    with FrankaRobot(franky_sim.host, LIMITS, realtime=False) as robot:
+        before, _ = robot.tcp_pose()
+        with pytest.raises(PlanRefused, match=r"action 1 \(PUSH\): the tool reaches y = 0.450 m"):
+            execute_plan(robot, validation, FAST)
+        time.sleep(0.2)
+        after, _ = robot.tcp_pose()
+        assert np.linalg.norm(after - before) < 5e-4, (before, after)  # holding still, not moving
+
+
+def test_server_stopped_mid_plan_is_a_clear_error_at_that_action(fresh_franky_sim) -> None:
+    start = {"position": [0.45, 0.0, 0.3], "quaternion": list(HOME_TCP_QUATERNION), "gripper_width": 0.08}
+    plan = Plan.from_actions(
+        [{"type": "LIFT", "dz": 0.02}, {"type": "DESCEND", "dz": 0.25}, {"type": "LIFT", "dz": 0.1}],
+        start_pose=start,
+    )
+    validation = validate_plan(plan, LIMITS, simulate=False)
+    timers: list[threading.Timer] = []
+
+    def kill_during_descend(message: str) -> None:
+        if message.startswith("action 1"):
+            timers.append(threading.Timer(0.3, fresh_franky_sim.kill))
+            timers[-1].start()
+
+    with FrankaRobot(fresh_franky_sim.host, LIMITS, realtime=False) as robot:
+        t0 = time.perf_counter()
+        with pytest.raises(ExecutionError) as info:
+            execute_plan(robot, validation, ExecutionOptions(speed=0.15), progress=kill_during_descend)
+        assert time.perf_counter() - t0 < 30
+        error = info.value
+        assert (error.action, error.action_type) == (1, "DESCEND")
+        assert str(error).startswith("the robot stopped at action 1 (DESCEND): following the path failed")
+        assert error.result["executed"] is False
+        assert len(error.result["waypoint_errors_m"]) >= 1  # action 0 was measured before the stop
+        with pytest.raises(RobotError, match=r"moves again only after recover\(\)"):
+            robot.move_to(np.array(start["position"]), np.array(start["quaternion"]), 0.1)
+    for timer in timers:
+        timer.join()
