@@ -33,6 +33,12 @@ def add_robot_parser(verbs: Any) -> None:
     sub = robot.add_subparsers(dest="robot_verb", required=True)
     add_execute_parser(sub)
 
+    from robot.calibration import add_calibrate_parser
+    from robot.camera import add_capture_parser
+
+    add_capture_parser(sub)
+    add_calibrate_parser(sub)
+
 
 def add_execute_parser(sub: Any) -> None:
     p = sub.add_parser(

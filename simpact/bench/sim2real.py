@@ -347,6 +347,13 @@ def format_table(result: Mapping[str, Any]) -> str:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    overall = result["overall"]
+    if overall["plans"]:
+        kinds = ", ".join(
+            f"{kind} {k['agree']}/{k['plans']}" for kind, k in overall["by_kind"].items() if k["plans"]
+        )
+        low, high = overall["agreement_95ci"]
+        lines.append(f"agreement by plan kind: {kinds}; overall 95% interval [{low:.2f}, {high:.2f}]")
     lines.append(
         f"total wall {_duration(result['total_wall_s'])}; the paper measured 89% agreement on hardware"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from robot.calibration import (
     calibrate_views,
     calibration_poses,
     collect_views,
+    collect_with_robot,
     detect_board,
     load_T_base_cam,
     read_extrinsics,
@@ -228,10 +230,15 @@ def test_solve_from_a_recorded_directory_writes_result_and_yaml(tmp_path: Path) 
     dt, dr = errors(load_T_base_cam(tmp_path / "camera_extrinsics.yaml"), T_BASE_CAM)
     assert dt < 3.0 and dr < 0.3
     assert np.allclose(saved["T_base_cam"], load_T_base_cam(tmp_path / "camera_extrinsics.yaml"))
+    from simpact.cli import main
+
+    assert main(["robot", "calibrate", "--from-dir", str(tmp_path), "--out", str(tmp_path / "cli")]) == 0
+    assert json.loads((tmp_path / "cli" / "result.json").read_text())["T_base_cam"] == saved["T_base_cam"]
     bad = dict(index, views=[{"image": "view_000.png"}])
     (tmp_path / VIEWS_FILE).write_text(json.dumps(bad))
     with pytest.raises(CalibrationError, match="view 0 needs 'image' and 'T_base_ee'"):
         solve_from_dir(tmp_path)
+    assert main(["robot", "calibrate", "--from-dir", str(tmp_path)]) == 2
 
 
 class _BoardCamera:
@@ -266,6 +273,33 @@ def test_collected_views_are_saved_and_solved(tmp_path: Path) -> None:
     result = solve_from_dir(tmp_path)
     dt, dr = errors(np.array(result["T_base_cam"]), T_BASE_CAM)
     assert dt < 2.0 and dr < 0.2 and result["used_views"] == list(range(8))
+
+
+@pytest.mark.slow
+def test_collection_drives_a_simulated_franka(franky_sim: Any, tmp_path: Path) -> None:
+    """The hardware path on franky-sim: the robot visits the poses, a camera that renders the board at the
+    robot's measured pose records each view, and the solve finds the camera."""
+    from robot.franka import FrankaRobot
+
+    robot = FrankaRobot(franky_sim.host, realtime=False)
+    with robot:
+        start = make([0.0, 0.0, 0.0], robot.tcp_pose()[0])
+        start[:3, :3] = Rotation.from_quat(np.roll(robot.tcp_pose()[1], -1)).as_matrix()
+    # The camera looks at the board (on the gripper) from 0.55 m when the robot is at its start pose.
+    T_base_cam = start @ T_EE_BOARD @ inv(make([0.0, 0.0, 0.0], [-0.12, -0.09, 0.55]))
+
+    class RobotCamera:
+        def capture(self) -> Frame:
+            position, quaternion = robot.tcp_pose()
+            T_base_ee = make(Rotation.from_quat(np.roll(quaternion, -1)).as_rotvec(), position)
+            rgb = render_board(SPEC, inv(T_base_cam) @ T_base_ee @ T_EE_BOARD, K, 640, 480)
+            return Frame(rgb=rgb, depth=np.full((480, 640), 0.55, np.float32), K=K)
+
+    collect_with_robot(robot, RobotCamera(), tmp_path, SPEC, views=4, seed=1, speed=0.25, settle_s=0.1)
+    result = solve_from_dir(tmp_path)
+    dt, dr = errors(np.array(result["T_base_cam"]), T_base_cam)
+    assert dt < 3.0 and dr < 0.3, (dt, dr)
+    assert len(result["used_views"]) == 4
 
 
 def test_board_spec_is_checked() -> None:

@@ -172,3 +172,32 @@ def test_realsense_unknown_serial_names_the_connected_ones(monkeypatch: pytest.M
     monkeypatch.setattr(camera_module, "_import_realsense", lambda: _FakeRealSense(["111"]))
     with pytest.raises(CameraError, match="no RealSense device with serial 999; connected: 111"):
         RealSenseCamera(serial="999")
+
+
+def test_capture_command_replays_a_bundle_with_a_calibration(
+    bundles: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from robot.calibration import write_extrinsics
+    from simpact.cli import main
+
+    extrinsics = write_extrinsics(tmp_path / "cam.yaml", pose(0.7))
+    out = tmp_path / "capture"
+    assert (
+        main(
+            [
+                "robot",
+                "capture",
+                "--from-bundles",
+                str(bundles[2]),
+                "--extrinsics",
+                str(extrinsics),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert np.array_equal(read_frame_bundle(out).T_base_cam, pose(0.7))
+    assert "with T_base_cam" in capsys.readouterr().out
+    assert main(["robot", "capture", "--from-bundles", str(tmp_path / "none"), "--out", str(out)]) == 2
+    assert "does not exist" in capsys.readouterr().err
