@@ -151,31 +151,63 @@ def add_real2sim_parser(verbs: Any) -> argparse.ArgumentParser:
 
 def task_scene_from_frame(task: Any, frame_path: str | Path, out: str | Path, vlm: Any = None) -> Any:
     """The scene ``task`` plans on when it starts from a real frame: real2sim on the frame with the task's
-    object names as labels (written under ``out``), plus what a frame cannot show: the task's markers
-    (non-colliding target regions), its robot start and table friction. Objects the task fixes (a wall) stay
-    fixed where they were found. A movable task object that is not found is an error naming it.
+    object names as labels (written under ``out``; errors are :class:`PlanningError`), plus what a frame
+    cannot show: the task's markers (non-colliding target regions), its robot start and table friction.
+
+    Objects the task fixes (a wall) stay fixed where they were found. Objects that are bowls in the task keep
+    its convention of a body origin at the base (the task's plans and checks use ``bowl.z`` as the base
+    height): their mesh is re-anchored at the bottom of its box. A movable task object that is not found is
+    an error naming it.
     """
     from dataclasses import replace
 
     from real2sim.datasets import read_any_frame
-    from real2sim.pipeline import Real2SimError, run_real2sim
+    from real2sim.pipeline import run_real2sim
+    from simpact.planner.commands import PlanningError
 
-    frame = read_any_frame(frame_path)
-    result = run_real2sim(frame, task=task, vlm=vlm, out=out)
+    try:
+        frame = read_any_frame(frame_path)
+        result = run_real2sim(frame, task=task, vlm=vlm, out=out)
+    except input_errors() as exc:
+        raise PlanningError(f"--frame {frame_path}: {exc}") from None
     nominal = task.nominal_scene
     found = {o.name: o for o in result.scene.objects}
     missing = [o.name for o in nominal.objects if o.collides and not o.fixed and o.name not in found]
     if missing:
-        raise Real2SimError(
+        raise PlanningError(
             f"task {task.name}: real2sim did not find {missing} in {frame_path} as rigid objects "
             f"(found {sorted(found)}; see {Path(out) / 'masks.png'})"
         )
     objects = []
     for o in nominal.objects:
         if o.name in found:
-            objects.append(replace(found[o.name], fixed=o.fixed))
+            obj = replace(found[o.name], fixed=o.fixed)
+            if o.shape == "bowl":
+                obj = _anchored_at_base(obj, Path(out) / "meshes")
+            objects.append(obj)
         elif not o.collides or o.fixed:
             objects.append(o)  # markers and fixtures come from the task config
     return replace(
         result.scene, objects=tuple(objects), robot=nominal.robot, table_friction=nominal.table_friction
     )
+
+
+def _anchored_at_base(obj: Any, mesh_dir: Path) -> Any:
+    """``obj`` (a unit-box mesh scaled by its extent) with its body origin moved to the bottom centre of its
+    box: a new mesh file ``<name>_base.obj`` and the position lowered along the body's z axis."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from real2sim.pipeline import _cache_convex_parts, _rotation
+    from solvers.mujoco.meshes import load_mesh
+
+    mesh = load_mesh(obj.mesh)  # unit box, centred
+    mesh.apply_translation([0.0, 0.0, 0.5])
+    path = mesh_dir / f"{obj.name}_base.obj"
+    mesh.export(path)
+    if obj.convex_decomposition:
+        _cache_convex_parts(path, obj.size)
+    down = _rotation(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, obj.size[2] / 2])
+    position = tuple(float(v) for v in np.asarray(obj.position) - down)
+    return replace(obj, mesh=str(path.resolve()), position=position)

@@ -104,6 +104,10 @@ def cmd_plan(args: argparse.Namespace) -> None:
     vlm = build_vlm(args)
     task = load_task(args.task)
     scene = task.scene(args.seed)
+    if getattr(args, "frame", None):
+        from real2sim.commands import task_scene_from_frame
+
+        scene = task_scene_from_frame(task, args.frame, Path(args.out) / "real2sim", vlm=vlm)
     world = MujocoWorld(scene)
 
     def progress(line: str) -> None:
@@ -157,6 +161,9 @@ def add_plan_parser(verbs: Any) -> argparse.ArgumentParser:
     add_vlm_arguments(p, VLM_CHOICES, "none", "VLM back-end (default none: offline)")
     p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument("--method", choices=METHODS, default="cem", help="VLM-free planner (with --vlm none)")
+    p.add_argument(
+        "--frame", help="plan on the scene real2sim builds from this RGB-D frame (bundle, PoseCNN png, .npy)"
+    )
     p.add_argument("--no-video", action="store_true", help="skip rollout.mp4")
     p.add_argument(
         "--rerun", action="store_true", help="also log the session to DIR/session.rrd (needs rerun-sdk)"
