@@ -9,8 +9,12 @@ scene with seeded mass, friction, pose, servo-gain, time-step and solver differe
 * ``reference``: the task's reference plan (predicted outcome: its rollout in the planner's world);
 * ``accepted``: the plan the VLM-free planner (:func:`simpact.planner.offline.plan_offline`) accepted, when
   it found one (predicted success);
-* ``rejected``: up to ``rejected`` proposals the planner judged failures, the highest-scoring first (near
-  misses: the hardest to predict), so that agreement is measured on both outcomes.
+* ``rejected``: up to ``rejected`` proposals the planner judged failures on artifact-free rollouts, the
+  highest-scoring first (near misses: the hardest to predict), so that agreement is measured on both
+  outcomes.
+
+The planner stops at its first trusted success, which is deterministic for a seed; only when it finds none
+does its time budget (``budget_s``) decide how many proposals it made, which depends on the machine.
 
 Both outcomes are the task's own check (``task.evaluate``), the executed one on the stand-in world's scene.
 Each finished episode is one line of ``DIR/runs.jsonl`` (resumable like ``simpact bench tasks``, whose log
@@ -81,6 +85,7 @@ def run_episode(episode: Sim2RealEpisode) -> dict[str, Any]:
     """Plan in the nominal world, execute the chosen plans in the perturbed one; the episode's JSON record."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
+    from simpact.planner.audit import artifact_free
     from simpact.planner.offline import plan_offline
     from simpact.tasks import load_task
     from solvers.mujoco.world import MujocoWorld
@@ -105,10 +110,16 @@ def run_episode(episode: Sim2RealEpisode) -> dict[str, Any]:
     )
     if planned.success and planned.best is not None:
         best = planned.proposals[planned.best]
-        candidates.append(("accepted", best.source, best.plan, best.evaluation))
+        candidates.append(
+            ("accepted", best.source, best.plan, best.evaluation)
+        )  # on the repaired rerun if any
+    # Predicted failures the simulation can vouch for (SimuGuard found no artifact, or its repair rerun
+    # removed it); the highest-scoring first, ties in proposal order.
     failures = sorted(
-        (p for p in planned.proposals if not p.success), key=lambda p: p.score, reverse=True
-    )  # stable: ties keep proposal order
+        (p for p in planned.proposals if not p.success and artifact_free(p.notes)),
+        key=lambda p: p.score,
+        reverse=True,
+    )
     for p in failures[: episode.rejected]:
         candidates.append(("rejected", p.source, p.plan, p.evaluation))
     plan_wall = time.perf_counter() - t0
