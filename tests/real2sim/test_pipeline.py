@@ -1,0 +1,223 @@
+"""real2sim end to end on a frame rendered from a task scene (the answers are known): scene.json, scene.xml
+with the robot, the settle run, overlays, deformables' particles, an uncalibrated frame, plan --frame."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+import pytest
+import trimesh
+
+from real2sim.frame import Frame, write_frame_bundle
+from real2sim.pipeline import (
+    ROBOT_REACH_X,
+    Real2SimConfig,
+    Real2SimError,
+    column_parts,
+    load_scene,
+    place_objects,
+    run_real2sim,
+    world_vertices,
+)
+from real2sim.types import ObjectGeometry, TablePlane
+from simpact.bench.real2sim import ground_truth_box, pose_errors
+from simpact.cli import main
+from simpact.tasks import load_task
+
+TASK = "non_toppling_push"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> tuple[Frame, Any]:
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.world import MujocoWorld
+
+    task = load_task(TASK)
+    frame = render_frame(MujocoWorld(task.scene(0)))
+    frame.metadata["instruction"] = task.instruction
+    return frame, task
+
+
+@pytest.fixture(scope="module")
+def built(rendered: tuple[Frame, Any], tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
+    frame, task = rendered
+    out = tmp_path_factory.mktemp("real2sim")
+    return run_real2sim(frame, task=task, out=out), out
+
+
+def test_scene_json_has_every_object_where_it_is(
+    built: tuple[Any, Path], rendered: tuple[Frame, Any]
+) -> None:
+    result, out = built
+    _, task = rendered
+    raw = json.loads((out / "scene.json").read_text())
+    assert [o["name"] for o in raw["objects"]] == ["carton", "blue_box"]
+    assert raw["frame"]["world_frame"] == "T_base_cam" and np.asarray(raw["frame"]["T_world_cam"]).shape == (
+        4,
+        4,
+    )
+    assert raw["table"]["plane_world"] == {"normal": [0.0, 0.0, 1.0], "offset_m": 0.0}
+    for o in raw["objects"]:
+        assert o["kind"] == "rigid" and (out / o["mesh"]).is_file() and o["mass"] > 0 and o["friction"] > 0
+        assert o["physics"]["sources"]["mass_kg"] == "material_table"
+        centre, R, extent, symmetry = ground_truth_box(task.nominal_scene.object(o["name"]))
+        err = pose_errors(
+            np.asarray(o["position"]), o["quaternion"], np.asarray(o["extent"]), centre, R, extent, symmetry
+        )
+        assert err["position_cm"] <= 1.0 and err["extent_pct"] <= 10.0 and err["rotation_deg"] <= 5.0, err
+        mesh = trimesh.load(out / o["mesh"], force="mesh")
+        assert np.allclose(mesh.extents, 1.0, atol=1e-6)  # unit box; mesh_scale gives metres
+        assert o["mesh_scale"] == o["extent"]
+    res = json.loads((out / "result.json").read_text())
+    assert res["labels"]["source"] == "task" and res["clean"] is True
+    assert {"labels", "perception", "physics", "placement", "world", "settle", "total"} <= set(
+        res["timings_s"]
+    )
+
+
+def test_scene_xml_loads_with_the_robot_and_settles_cleanly(built: tuple[Any, Path]) -> None:
+    result, out = built
+    model = mujoco.MjModel.from_xml_path(str(out / "scene.xml"))
+    names = {model.body(i).name for i in range(model.nbody)}
+    assert {"carton", "blue_box", "fr3_link0"} <= names
+    assert result.settle is not None and result.settle.clean and not result.settle.artifacts
+    for motion in result.settle.motion.values():
+        assert motion.displacement < 0.005 and motion.rotation < np.radians(2)
+    for name in ("masks.png", "meshes.png", "scene_vs_photo.png"):
+        assert (out / name).is_file() and result.files[name] == name
+    scene = load_scene(out)
+    assert [o.name for o in scene.objects] == ["carton", "blue_box"]
+    assert scene.object("carton").size == pytest.approx(result.objects[0]["extent"])
+
+
+def test_deformables_get_particles_and_stay_out_of_mujoco(
+    rendered: tuple[Frame, Any], tmp_path: Path
+) -> None:
+    frame, task = rendered
+    config = Real2SimConfig(kinds={"carton": "mpm"}, particle_spacing_m=0.01, render=False, settle_s=0.2)
+    result = run_real2sim(frame, task=task, out=tmp_path, config=config)
+    raw = json.loads((tmp_path / "scene.json").read_text())
+    carton = raw["objects"][0]
+    assert carton["kind"] == "mpm" and "mesh" not in carton and carton["physics"]["sources"]["kind"] == "user"
+    pts = np.load(tmp_path / carton["particles"])
+    assert pts.shape == (carton["particle_count"], 3) and pts[:, 2].min() > 0
+    assert pts[:, 2].max() == pytest.approx(0.2, abs=0.012)  # filled from the table up to the carton's top
+    volume = len(pts) * 0.01**3
+    assert volume == pytest.approx(0.07 * 0.07 * 0.2, rel=0.35)
+    assert carton["mass"] == pytest.approx(carton["physics"]["density_kg_m3"] * volume)
+    assert [o.name for o in result.scene.objects] == ["blue_box"]
+    assert "carton" not in (tmp_path / "scene.xml").read_text()
+
+
+def test_an_uncalibrated_frame_puts_the_objects_in_front_of_the_robot(
+    rendered: tuple[Frame, Any], tmp_path: Path
+) -> None:
+    frame, task = rendered
+    bare = dataclasses.replace(frame, T_base_cam=None)
+    result = run_real2sim(bare, labels="carton, blue box", out=tmp_path, config=Real2SimConfig(render=False))
+    assert result.frame_info["world_frame"] == "table_plane" and "table_frame_to_world" in result.frame_info
+    centre = np.mean([g.position for g in result.geometries.values()], axis=0)
+    assert centre[:2] == pytest.approx([ROBOT_REACH_X, 0.0], abs=1e-6)
+    cam = np.asarray(result.frame_info["T_world_cam"])[:3, 3]
+    assert cam[0] > centre[0]  # the camera looks back at the robot
+    # Distances between the objects are those of the calibrated scene.
+    truth = np.subtract(
+        task.nominal_scene.object("carton").position, task.nominal_scene.object("blue_box").position
+    )
+    got = result.geometries["carton"].position - result.geometries["blue_box"].position
+    assert np.linalg.norm(got) == pytest.approx(np.linalg.norm(truth), abs=0.01)
+    assert result.labels.source == "user" and result.settle is not None and result.settle.clean
+
+
+def _box(
+    label: str, size: tuple[float, float, float], position: tuple[float, float, float]
+) -> ObjectGeometry:
+    return ObjectGeometry(
+        label,
+        trimesh.creation.box(size),
+        np.array(position, float),
+        np.array([1.0, 0, 0, 0]),
+        np.array(size),
+        np.array([position]),
+    )
+
+
+def test_placement_sets_objects_down_and_pushes_overlaps_apart() -> None:
+    a = _box("a", (0.1, 0.1, 0.1), (0.5, 0.0, 0.062))  # 12 mm above the table
+    b = _box("b", (0.1, 0.1, 0.1), (0.58, 0.0, 0.045))  # 5 mm into the table, 2 cm into a
+    c = _box("c", (0.05, 0.05, 0.05), (0.2, 0.3, 0.2))  # held up high
+    placed, info, warnings = place_objects([a, b, c], ["a", "b", "c"])
+    lows = [world_vertices(g)[:, 2].min() for g in placed]
+    assert lows[0] == pytest.approx(0.0, abs=1e-9) and lows[1] == pytest.approx(0.0, abs=1e-9)
+    assert lows[2] == pytest.approx(0.175)
+    assert info["a"]["lift_m"] == pytest.approx(-0.012) and info["b"]["lift_m"] == pytest.approx(0.005)
+    gap = placed[1].position[0] - placed[0].position[0]
+    assert 0.1 <= gap <= 0.102 and placed[0].position[1] == pytest.approx(0.0)
+    assert "'c' floats" in warnings[0]
+
+
+def test_column_parts_keep_a_bowl_open() -> None:
+    from solvers.mujoco.meshes import bowl_mesh
+
+    bowl = bowl_mesh(0.07, 0.05, 0.005)
+    bowl.apply_translation([0, 0, -0.025])
+    verts, faces = column_parts(bowl)
+    assert 20 <= len(verts) <= 64 and all(len(f) >= 4 for f in faces)
+    volume = sum(trimesh.Trimesh(v, f).convex_hull.volume for v, f in zip(verts, faces))
+    assert volume < 0.5 * bowl.convex_hull.volume  # the cavity is not filled in
+    assert volume > 0.9 * bowl.volume
+
+
+def test_nothing_found_is_a_clear_error(rendered: tuple[Frame, Any]) -> None:
+    frame, _ = rendered
+    table = TablePlane(
+        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
+    )
+
+    def nothing(frame: Frame, labels: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(table=table, segments=[], objects=[], timings_s={}, warnings=[])
+
+    with pytest.raises(Real2SimError, match="no object found .*looked for cup"):
+        run_real2sim(frame, labels=["cup"], perceive_fn=nothing)
+
+
+def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
+    rendered: tuple[Frame, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from real2sim.commands import task_scene_from_frame
+
+    frame, task = rendered
+    bundle = write_frame_bundle(frame, tmp_path / "frame")
+    assert (
+        main(
+            [
+                "real2sim",
+                str(bundle),
+                "--task",
+                TASK,
+                "--no-render",
+                "--settle-s",
+                "0.2",
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "2 objects [carton (rigid), blue_box (rigid)]" in line and "settle clean" in line
+    assert (tmp_path / "out" / "scene.xml").is_file()
+    scene = task_scene_from_frame(task, bundle, tmp_path / "plan")
+    assert [o.name for o in scene.objects] == [
+        "carton",
+        "blue_box",
+    ] and scene.robot == task.nominal_scene.robot
+    assert scene.object("carton").shape == "mesh"
+    assert main(["real2sim", str(bundle), "--kind", "carton=soft", "--out", str(tmp_path / "x")]) == 2
+    assert "NAME=rigid|pd|mpm" in capsys.readouterr().err
