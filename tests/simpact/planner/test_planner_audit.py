@@ -109,3 +109,30 @@ def test_clean_rollouts_are_cleared_by_the_screen_alone():
     audit = audit_and_repair(world, task, scene, 0, rollout, task.evaluate(rollout, scene, 0))
     assert not audit.screen.suspicious and not audit.recorded and audit.events == [] and audit.repair is None
     assert audit.notes() == {"audit": [], "audit_recorded": False}
+
+
+def test_the_vlm_loop_is_told_of_the_artifact_and_accepts_only_the_artifact_free_rerun(flagged, scripted):
+    """Every rollout of the loop starts with the lid ejected: each is described to the VLM, rerun with the
+    repair setting, and the plan is accepted on the artifact-free rerun."""
+    import copy
+
+    from simpact.planner.loop import LoopConfig, plan_with_vlm
+
+    task, scene, world, snapshot, rollout, _ = flagged
+    world = copy.copy(world)  # the same model, starting from the scene as placed
+    world.initial_snapshot = snapshot
+    plan = json.dumps({"description": "push", "actions": [a.to_dict() for a in rollout.plan.actions]})
+    success = '{"reason": "upright at the line", "success": true}'
+    vlm = scripted({"sample/*": plan, "optimize/*": plan, "evaluate/*": success})
+    config = LoopConfig(k=1, k_max=2, images=False, judge="vlm")
+    result = plan_with_vlm(task, scene, world, vlm, config=config)
+    assert result.accepted == 1
+    accepted = result.proposals[1]
+    assert accepted.notes["audit"] and accepted.notes["audit_repair"]["artifact_free"]
+    assert not np.array_equal(accepted.rollout.trace.qpos, rollout.trace.qpos)  # the rerun is used
+    optimize_prompt = next(p for r, p in vlm.calls if r == "optimize/1")[-1]
+    assert "lid was ejected at" in optimize_prompt and "not trustworthy" in optimize_prompt
+    audit = result.to_dict()["audit"]
+    counts = [audit[k] for k in ("audited", "recorded", "flagged", "rerun", "repaired")]
+    assert counts == [2, 2, 2, 2, 2]
+    assert result.to_dict()["proposals"][1]["audit_repair"]["change"] == "depenetration:lid=0.3"
