@@ -18,6 +18,8 @@ Written to ``out`` (see :func:`write_outputs`):
   from their particles and are not in it).
 - ``masks.png``, ``meshes.png``, ``scene_vs_photo.png``: what was found, reconstructed and simulated.
 - ``result.json``: timings per stage, labels and their source, warnings, the settle report.
+- ``vlm_exchange.json`` (with a VLM): every prompt and answer text of the labels, cluster and physics
+  questions.
 
 World frame: the robot base when the frame has ``T_base_cam``. Otherwise the table plane defines it (z up,
 z = 0 on the table) and real2sim turns it about z and shifts it so that the objects' centre lies
@@ -368,7 +370,9 @@ def run_real2sim(
         from real2sim.perception import perceive
 
         perceive_fn = perceive
-    assign = vlm_assigner(vlm, resolved.exchange) if vlm is not None and resolved.labels else None
+    assign = None
+    if vlm is not None and resolved.labels and config.segmenter == "geometric":
+        assign = vlm_assigner(vlm, resolved.exchange)
     t = time.perf_counter()
     perception = perceive_fn(
         frame,
@@ -622,6 +626,10 @@ def write_outputs(
     }
     _write_json(out / "scene.json", scene_json)
     result.files["scene.json"] = "scene.json"
+    exchange = result.labels.exchange + result.physics.exchange
+    if exchange:
+        _write_json(out / "vlm_exchange.json", exchange)
+        result.files["vlm_exchange.json"] = "vlm_exchange.json"
     if result.world is not None:
         (out / "scene.xml").write_text(result.world.spec.to_xml())
         result.files["scene.xml"] = "scene.xml"

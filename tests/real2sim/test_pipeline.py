@@ -29,6 +29,7 @@ from real2sim.types import ObjectGeometry, TablePlane
 from simpact.bench.real2sim import ground_truth_box, pose_errors
 from simpact.cli import main
 from simpact.tasks import load_task
+from simpact.vlm import VLM, VLMAnswer
 
 TASK = "non_toppling_push"
 
@@ -221,3 +222,76 @@ def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
     assert scene.object("carton").shape == "mesh"
     assert main(["real2sim", str(bundle), "--kind", "carton=soft", "--out", str(tmp_path / "x")]) == 2
     assert "NAME=rigid|pd|mpm" in capsys.readouterr().err
+
+
+class TableTopVLM(VLM):
+    """Answers real2sim's three questions for the push scene: which objects, which cluster is which (by
+    colour from the prompt's cluster list), and their physics."""
+
+    name = "tabletop"
+
+    def __init__(self) -> None:
+        self.roles: list[str | None] = []
+
+    def generate(
+        self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None
+    ) -> VLMAnswer:
+        self.roles.append(role)
+        text = parts[0]
+        if role == "object_labels":
+            answer: Any = {
+                "objects": [
+                    {"label": "carton", "role": "manipulated"},
+                    {"label": "blue box", "role": "target"},
+                ]
+            }
+        elif role == "assign_labels":
+            listing = text.split("RGB 0-255):", 1)[1].split("## Output", 1)[0]
+            clusters = json.loads(listing)
+            blue = max(clusters, key=lambda c: c["colour_rgb"][2] - c["colour_rgb"][0])
+            tall = max((c for c in clusters if c is not blue), key=lambda c: c["height_m"])
+            answer = {
+                "assignments": [
+                    {"label": "carton", "cluster": tall["index"]},
+                    {"label": "blue box", "cluster": blue["index"]},
+                ]
+            }
+        else:
+            answer = {
+                "objects": [
+                    {
+                        "name": "carton",
+                        "deformable": False,
+                        "simulator": "rigid",
+                        "reason": "paper",
+                        "mass_kg": 0.3,
+                        "friction": 0.4,
+                    },
+                    {
+                        "name": "blue_box",
+                        "deformable": False,
+                        "simulator": "rigid",
+                        "reason": "wood",
+                        "mass_kg": 0.2,
+                        "friction": 0.5,
+                    },
+                ]
+            }
+        return VLMAnswer.from_text(json.dumps(answer), backend=self.name)
+
+
+def test_a_vlm_names_the_objects_labels_the_clusters_and_sets_the_physics(
+    rendered: tuple[Frame, Any], tmp_path: Path
+) -> None:
+    frame, task = rendered
+    vlm = TableTopVLM()
+    config = Real2SimConfig(render=False, settle_s=0.2, overlays=False)
+    result = run_real2sim(frame, instruction=task.instruction, vlm=vlm, out=tmp_path, config=config)
+    assert vlm.roles == ["object_labels", "assign_labels", "physics"]
+    assert result.labels.source == "vlm" and result.names == ["carton", "blue_box"]
+    carton = result.parameters["carton"]
+    assert (carton.mass_kg, carton.friction) == (0.3, 0.4) and carton.sources["mass_kg"] == "vlm"
+    assert result.geometries["carton"].extent[2] == pytest.approx(0.2, rel=0.1)
+    exchange = json.loads((tmp_path / "vlm_exchange.json").read_text())
+    assert [e["role"] for e in exchange] == ["object_labels", "assign_labels", "physics"]
+    assert task.instruction in exchange[0]["prompt"]
