@@ -105,7 +105,7 @@ TYPICAL_SIZES_M: dict[str, tuple[float, float, float]] = {
 #: Words naming flat things lying on the table (found by colour among the table's pixels, not by height).
 FLAT_WORDS = frozenset("square area mat marker sheet paper region zone patch target pad coaster".split())
 _SMALL = frozenset({"small", "little", "tiny", "mini", "short", "narrow", "smaller", "smallest"})
-_LARGE = frozenset({"large", "big", "wide", "tall", "huge", "larger", "bigger", "largest", "biggest"})
+_LARGE = frozenset({"large", "big", "wide", "tall", "huge", "larger", "bigger", "largest", "biggest", "wall"})
 
 
 def label_words(label: str) -> list[str]:
@@ -404,8 +404,8 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
                 if c.outline == wrong:
                     cost[i, j] += 0.3
         if not hinted:  # the k-th plain label prefers the k-th largest cluster
-            cost[:, j] += 0.5 * np.abs(rank - plain / max(n_c - 1, 1))
-            plain += 1
+            cost[:, j] += 0.05 + 0.5 * np.abs(rank - plain / max(n_c - 1, 1))
+            plain += 1  # (the 0.05: a label with a cue wins a contested region over one without)
         cost[:, j] += 1e-3 * rank  # tie-break towards larger clusters
     rows, cols = linear_sum_assignment(cost)
     return {int(i): labels[int(j)] for i, j in zip(rows, cols)}

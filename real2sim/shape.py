@@ -111,9 +111,12 @@ def _circle_fit(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 def _outline(xy: np.ndarray) -> np.ndarray:
     """Vertices of the 2-D convex hull of ``xy``."""
-    from scipy.spatial import ConvexHull
+    from scipy.spatial import ConvexHull, QhullError
 
-    return np.asarray(xy[ConvexHull(xy).vertices])
+    try:
+        return np.asarray(xy[ConvexHull(xy).vertices])
+    except QhullError:  # collinear or too few points (a sliver seen past an occluder)
+        return np.asarray(xy[ConvexHull(xy, qhull_options="QJ").vertices]) if len(xy) >= 3 else np.asarray(xy)
 
 
 def _fit_circle_outline(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
@@ -169,6 +172,10 @@ def _box(points: np.ndarray, pad_m: float) -> Shape:
 
 def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: int = 10) -> Shape:
     centre, radius, _ = _fit_circle_outline(points[:, :2])
+    spread = float(np.max(np.ptp(points[:, :2], axis=0)))
+    if radius > spread:  # a nearly straight sliver: an arc of under 60 degrees says little about the radius
+        radius = spread / 2
+        centre = points[:, :2].mean(axis=0)
     radius += pad_m
     top = float(np.percentile(points[:, 2], 99.5))
     r = np.linalg.norm(points[:, :2] - centre, axis=1)

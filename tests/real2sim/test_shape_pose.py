@@ -88,3 +88,10 @@ def test_bad_input_and_missing_back_ends_are_clear(monkeypatch: pytest.MonkeyPat
         estimate_pose(trimesh.creation.box([0.1] * 3), np.ones((50, 3)), "foundationpose")
     with pytest.raises(PoseError, match="unknown pose back-end"):
         estimate_pose(trimesh.creation.box([0.1] * 3), np.ones((50, 3)), "magic")
+
+
+def test_a_sliver_seen_past_an_occluder_still_gives_a_closed_shape() -> None:
+    sliver = np.c_[np.full(50, 0.49), np.linspace(0.0, 0.05, 50), np.linspace(0.001, 0.03, 50)]
+    for label in ("box", "can", "thing", "bottle"):
+        shape = complete_shape(sliver, label)
+        assert shape.mesh.is_watertight and shape.mesh.extents.max() < 0.1, label
