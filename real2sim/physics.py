@@ -259,6 +259,7 @@ def estimate_physics(
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
     override_source: str = "task",
     kinds: Mapping[str, str] | None = None,
+    kind_sources: Mapping[str, str] | None = None,
 ) -> PhysicsEstimate:
     """Physical parameters for each object.
 
@@ -266,7 +267,8 @@ def estimate_physics(
     answers the A.1 questions from ``image`` (uint8 (H, W, 3)) and ``instruction``; without one the material
     table answers. ``labels`` gives each name's detector phrase (default: the name). ``volumes_m3`` the
     volume of a deformable's particles. ``overrides`` sets fields per object (e.g. a task's mass and
-    friction), recorded as ``override_source``; ``kinds`` forces an object's solver (source ``user``).
+    friction), recorded as ``override_source``; ``kinds`` forces an object's solver (source ``user``, or the
+    name's entry in ``kind_sources``, e.g. ``task``).
     VLM errors (no key, a failed request) propagate: a configured VLM that cannot answer is the user's to fix.
     """
     if not objects:
@@ -286,9 +288,9 @@ def estimate_physics(
         if kind not in KINDS:
             raise PhysicsError(f"object '{name}': kind must be one of {KINDS}, got {kind!r}")
         if name in estimate.parameters:
-            _set_kind(
-                estimate.parameters[name], kind, labels.get(name, name), objects[name], volumes.get(name)
-            )
+            source = (kind_sources or {}).get(name, "user")
+            p = estimate.parameters[name]
+            _set_kind(p, kind, labels.get(name, name), objects[name], volumes.get(name), source)
     for name, fields in (overrides or {}).items():
         if name not in estimate.parameters:
             continue
@@ -302,15 +304,33 @@ def estimate_physics(
 
 
 def _set_kind(
-    p: PhysicalParameters, kind: str, label: str, extent: Sequence[float], volume: float | None
+    p: PhysicalParameters,
+    kind: str,
+    label: str,
+    extent: Sequence[float],
+    volume: float | None,
+    source: str = "user",
 ) -> None:
-    """Force the solver; fill the elastic fields a deformable needs from the table (or an MPM default)."""
+    """Force the solver; fill the elastic fields a deformable needs from the table (or an MPM default), or
+    drop them for a rigid body."""
     if p.kind == kind:
-        p.sources["kind"] = "user"
+        p.sources["kind"] = source
         return
     p.kind = kind
-    p.sources["kind"] = "user"
+    p.sources["kind"] = source
     if kind == _RIGID:
+        for name in (
+            "young_modulus_pa",
+            "poisson_ratio",
+            "material",
+            "friction_angle_deg",
+            "yield_stress_pa",
+        ):
+            setattr(p, name, None)
+            p.sources.pop(name, None)
+        if p.density_kg_m3 is not None:
+            p.density_kg_m3 = None  # the mass (density x volume) stays, as the rigid body's mass
+            p.sources.pop("density_kg_m3", None)
         return
     _, entry = lookup_material(label)
     if entry.kind != kind or entry.young_modulus_pa is None:

@@ -394,6 +394,7 @@ def run_real2sim(
         config=config,
         out=out,
         timings=timings,
+        task_kinds={o.name: o.kind for o in task.nominal_scene.objects} if task is not None else None,
     )
     result.timings_s["total"] = time.perf_counter() - t_all
     if out is not None:
@@ -411,9 +412,12 @@ def assemble(
     config: Real2SimConfig = Real2SimConfig(),
     out: str | Path | None = None,
     timings: dict[str, float] | None = None,
+    task_kinds: Mapping[str, str] | None = None,
 ) -> Real2SimResult:
-    """The stages after perception: parameters, particles, placement, Scene, settle run, files."""
+    """The stages after perception: parameters, particles, placement, Scene, settle run, files.
+    ``task_kinds``: solvers a task config sets per object name (source ``task``; ``config.kinds`` wins)."""
     timings = timings if timings is not None else {}
+    task_kinds = dict(task_kinds or {})
     warnings = list(labels.warnings) + [str(w) for w in getattr(perception, "warnings", [])]
     geometries: list[ObjectGeometry] = list(perception.objects)
     if not geometries:
@@ -451,7 +455,13 @@ def assemble(
     extents = {n: [float(v) for v in g.extent] for n, g in zip(names, geometries)}
     label_of = {n: g.label for n, g in zip(names, geometries)}
     physics = estimate_physics(
-        extents, vlm=vlm, image=frame.rgb, instruction=instruction, labels=label_of, kinds=config.kinds
+        extents,
+        vlm=vlm,
+        image=frame.rgb,
+        instruction=instruction,
+        labels=label_of,
+        kinds={**task_kinds, **config.kinds},
+        kind_sources={n: "task" for n in task_kinds if n not in config.kinds},
     )
     warnings.extend(physics.warnings)
     timings["physics"] = time.perf_counter() - t

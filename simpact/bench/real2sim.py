@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -170,22 +171,27 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
     result = run_real2sim(frame, task=task, out=out, config=config)
     wall = time.perf_counter() - t0
     ids = {name: i for i, name in frame.mask_names.items()}
-    masks = {s.label: s.mask for s in result.perception.segments}
+    masks = {result.labels.name_of(s.label): s.mask for s in result.perception.segments}
+    estimate_of = _match_instances(
+        [result.labels.name_of(lab) for lab in result.labels.labels], result, scene
+    )
     objects: dict[str, Any] = {}
+    assert frame.masks is not None
     for label in result.labels.labels:
         name = result.labels.name_of(label)
-        truth = scene.object(name)
-        gt_centre, gt_R, gt_extent, symmetry = ground_truth_box(truth)
-        entry: dict[str, Any] = {"found": name in result.geometries}
-        assert frame.masks is not None
+        gt_centre, gt_R, gt_extent, symmetry = ground_truth_box(scene.object(name))
+        est = estimate_of.get(name)
+        entry: dict[str, Any] = {"found": est is not None}
+        if est is not None and est != name:
+            entry["matched"] = est
         gt_mask = frame.masks == ids[name] if name in ids else np.zeros(frame.masks.shape, bool)
-        entry["mask_iou"] = _iou(masks[label], gt_mask) if label in masks else 0.0
-        if name in result.geometries:
-            g = result.geometries[name]
+        entry["mask_iou"] = _iou(masks[est], gt_mask) if est in masks else 0.0
+        if est is not None:
+            g = result.geometries[est]
             entry.update(
                 pose_errors(g.position, g.quaternion, g.extent, gt_centre, gt_R, gt_extent, symmetry)
             )
-            entry["kind"] = result.parameters[name].kind
+            entry["kind"] = result.parameters[est].kind
         objects[name] = entry
     return {
         "frame": f"{task_name} seed {seed}",
@@ -196,6 +202,44 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
         "warnings": result.warnings,
         "out": str(out),
     }
+
+
+def _instance_group(name: str) -> str:
+    """``bean_07`` → ``bean``: numbered copies of one object are interchangeable."""
+    return re.sub(r"[_ ]?\d+$", "", name)
+
+
+def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str, str]:
+    """Truth name → estimated object name. Numbered copies of one object (``bean_00`` ... ``bean_19``) look
+    alike, so their estimates are paired with the true copies by nearest centres (Hungarian assignment);
+    every other object is its own estimate."""
+    from scipy.optimize import linear_sum_assignment
+
+    out = {n: n for n in names if n in result.geometries}
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(_instance_group(n), []).append(n)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        found = [n for n in members if n in result.geometries]
+        if not found:
+            continue
+        cost = np.array(
+            [
+                [
+                    np.linalg.norm(result.geometries[e].position - ground_truth_box(scene.object(t))[0])
+                    for e in found
+                ]
+                for t in members
+            ]
+        )
+        rows, cols = linear_sum_assignment(cost)
+        for t in members:
+            out.pop(t, None)
+        for r, c in zip(rows, cols):
+            out[members[r]] = found[c]
+    return out
 
 
 def bench_real(relpath: str, known: dict[str, str], out: Path, config: Any) -> dict[str, Any]:

@@ -179,3 +179,13 @@ def test_forced_kind_and_empty_input() -> None:
         estimate_physics({})
     with pytest.raises(PhysicsError, match="kind"):
         estimate_physics({"cube": (0.05, 0.05, 0.05)}, kinds={"cube": "soft"})
+
+
+def test_a_task_can_make_a_deformable_looking_object_rigid() -> None:
+    est = estimate_physics(
+        {"bean_07": (0.015, 0.015, 0.015)}, kinds={"bean_07": "rigid"}, kind_sources={"bean_07": "task"}
+    )
+    bean = est.parameters["bean_07"]
+    assert bean.kind == "rigid" and bean.sources["kind"] == "task" and bean.mass_kg > 0
+    assert bean.young_modulus_pa is None and bean.density_kg_m3 is None and "material" not in bean.sources
+    assert estimate_physics({"bean_07": (0.015, 0.015, 0.015)}).parameters["bean_07"].kind == "mpm"
