@@ -21,6 +21,8 @@ from typing import Any
 
 __all__ = ["EXIT_STOPPED", "add_robot_parser", "cmd_robot_execute"]
 
+EXECUTE_DOC = __doc__.split("\n\n")[2]
+
 EXIT_STOPPED = 3
 """Exit status when the robot stopped with an error during the plan."""
 
@@ -44,7 +46,7 @@ def add_execute_parser(sub: Any) -> None:
     p = sub.add_parser(
         "execute",
         help="validate a plan, then execute it on the robot (dry run unless confirmed or --yes)",
-        description=__doc__,
+        description=EXECUTE_DOC,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", required=True, help="the robot's FCI address (or a franky-sim server's)")
@@ -59,7 +61,9 @@ def add_execute_parser(sub: Any) -> None:
     scene = p.add_mutually_exclusive_group()
     scene.add_argument("--task", help="check collisions against this task's scene (name or config file)")
     scene.add_argument(
-        "--scene", help="check collisions against this scene file (JSON/YAML, e.g. real2sim's)"
+        "--scene",
+        help="check collisions against this scene: a real2sim output folder (or its scene.json), or a "
+        "Scene file (JSON/YAML)",
     )
     p.add_argument("--seed", type=int, default=0, help="scene seed with --task (0 = nominal)")
     p.add_argument("--limits", help="safety limits YAML (fields of robot.safety.SafetyLimits)")
@@ -69,6 +73,9 @@ def add_execute_parser(sub: Any) -> None:
         "--no-realtime", action="store_true", help="connect without a real-time kernel (franky-sim, testing)"
     )
     p.add_argument("--recover", action="store_true", help="clear the robot's errors (after a reflex) first")
+    p.add_argument(
+        "--home", action="store_true", help="move to the home joint configuration before the start pose"
+    )
     p.add_argument(
         "--resume-from", type=int, default=0, help="first action to execute (after a stop and --recover)"
     )
@@ -93,9 +100,17 @@ def _load_scene(args: argparse.Namespace) -> tuple[Any, str]:
         except TaskError as exc:
             raise _Refused(str(exc)) from None
     if args.scene:
+        path = Path(args.scene)
+        if path.is_dir() or path.name == "scene.json":  # a real2sim output folder or its scene.json
+            from real2sim.pipeline import Real2SimError, load_scene
+
+            folder = path if path.is_dir() else path.parent
+            try:
+                return load_scene(folder), f"real2sim scene {folder / 'scene.json'}"
+            except Real2SimError as exc:
+                raise _Refused(str(exc)) from None
         import yaml
 
-        path = Path(args.scene)
         try:
             raw = yaml.safe_load(path.read_text())
             return Scene.from_dict(raw), f"scene file {path}"
@@ -258,6 +273,9 @@ def _execute(args: argparse.Namespace, robot: Any, validation: Any, result: dict
     try:
         if args.recover:
             robot.recover()
+        if args.home and not args.from_current:
+            print("  moving home", flush=True)
+            robot.home()
         options = ExecutionOptions(
             speed=args.speed, from_current=args.from_current, resume_from=args.resume_from
         )

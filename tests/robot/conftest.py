@@ -78,9 +78,10 @@ class FrankySim:
             self.process.wait(timeout=5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def franky_sim() -> Iterator[FrankySim]:
-    """One franky-sim server for the session (about 2 s to start)."""
+    """One franky-sim server per test module (about 2 s to start). Not per session: its 1 kHz loop keeps a
+    core busy while it lives, which would slow every later test of the suite."""
     pytest.importorskip("franky")
     pytest.importorskip("franky_sim")
     server = FrankySim()

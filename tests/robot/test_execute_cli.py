@@ -39,6 +39,24 @@ def test_plan_outside_the_workspace_is_refused_with_status_2(tmp_path: Path, cap
     assert "refused, nothing moved" in capsys.readouterr().err
 
 
+def test_a_collision_in_the_given_scene_is_refused(tmp_path: Path) -> None:
+    scene = tmp_path / "scene.yaml"
+    scene.write_text(
+        "objects:\n  - {name: pillar, shape: box, size: [0.06, 0.06, 0.7], position: [0.45, 0.22, 0.35], "
+        "fixed: true}\n"
+    )
+    plan = write_plan(
+        tmp_path, {"type": "LIFT", "dz": 0.02}, {"type": "MOVE", "dx": 0.0, "dy": 0.25, "dz": 0.0}
+    )
+    out = tmp_path / "out"
+    args = ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--yes", "--out", str(out)]
+    assert main([*args, "--scene", str(scene)]) == 2
+    result = read_result(out)
+    assert result["collision_scene"] == f"scene file {scene}"
+    assert "action 1 (MOVE): in simulation the robot's fr3_link" in result["refused"]
+    assert "hits 'pillar'" in result["refused"]
+
+
 def test_without_yes_and_without_a_terminal_it_is_a_dry_run(tmp_path: Path) -> None:
     plan = write_plan(tmp_path, {"type": "LIFT", "dz": 0.02})
     out = tmp_path / "out"
