@@ -271,7 +271,7 @@ def _overlap_pushes(geoms: Sequence[ObjectGeometry]) -> dict[int, np.ndarray]:
 
 COLUMN_CELLS = 8
 """A concave object is split into up to this many columns along each horizontal axis of its frame."""
-SURFACE_SAMPLES = 20_000
+SURFACE_SAMPLES = 10_000
 
 
 def column_parts(
@@ -683,7 +683,7 @@ def _overlays(
     return files
 
 
-def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 120_000) -> tuple[np.ndarray, np.ndarray]:
+def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 80_000) -> tuple[np.ndarray, np.ndarray]:
     """The frame's valid depth pixels as world points (m) with their colours, evenly subsampled."""
     v, u = np.nonzero(frame.depth > 0)
     step = max(1, int(np.ceil(len(u) / max_points)))

@@ -177,6 +177,17 @@ def test_bad_labels_and_options(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 2 and "--replay FILE" in err
 
 
+def test_a_vlm_without_its_key_names_the_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("google.genai", reason="the vlm extra (google-genai) is not installed")
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    bundle = good_bundle(tmp_path / "frame")
+    code, err = run([str(bundle), "--vlm", "gemini", "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and "GEMINI_API_KEY" in err
+
+
 def test_a_table_with_nothing_on_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bundle = good_bundle(tmp_path / "frame")
     code, err = run([str(bundle), "--out", str(tmp_path / "out")], capsys)
