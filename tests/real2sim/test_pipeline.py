@@ -295,3 +295,28 @@ def test_a_vlm_names_the_objects_labels_the_clusters_and_sets_the_physics(
     exchange = json.loads((tmp_path / "vlm_exchange.json").read_text())
     assert [e["role"] for e in exchange] == ["object_labels", "assign_labels", "physics"]
     assert task.instruction in exchange[0]["prompt"]
+
+
+def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) -> None:
+    from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
+
+    try:
+        path = shared_data_dir("rgbd", "posecnn", "000003-color.png")
+    except SharedDataMissing as exc:
+        pytest.skip(f"real frames absent: {exc}")
+    frame = read_any_frame(path)
+    labels = "potted meat can, tomato soup can, red bowl"
+    result = run_real2sim(frame, labels=labels, out=tmp_path, config=Real2SimConfig(settle_s=0.5))
+    assert result.names == ["potted_meat_can", "tomato_soup_can", "red_bowl"]
+    assert result.frame_info["world_frame"] == "table_plane"
+    raw = json.loads((tmp_path / "scene.json").read_text())
+    bowl = next(o for o in raw["objects"] if o["name"] == "red_bowl")
+    assert bowl["concave"] and bowl["convex_parts"] >= 8  # an open bowl, not its hull
+    for name, g in result.geometries.items():
+        assert world_vertices(g)[:, 2].min() == pytest.approx(0.0, abs=1e-6), name
+        assert abs(result.placement[name]["lift_m"]) < 0.02, name  # perception already had it on the table
+    assert result.settle is not None and result.settle.clean, result.settle.to_dict()
+    for name, motion in result.settle.motion.items():
+        assert motion.displacement < 0.01, name
+    for picture in ("masks.png", "meshes.png", "scene_vs_photo.png"):
+        assert (tmp_path / picture).is_file()
