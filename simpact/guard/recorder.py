@@ -17,6 +17,7 @@ the monitor (including user hooks) is caught, counted and logged; the physics st
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -137,39 +138,79 @@ def com_velocity(model: mujoco.MjModel, xpos: np.ndarray, xquat: np.ndarray, cve
     return cvel[..., 3:] + _cross(cvel[..., :3], offset)
 
 
-class _ContactBuffer:
-    """Raw contacts of the rows of one chunk, in growable arrays (copied from mjData after each step)."""
+_CONTACT_FIELDS = {
+    "dist": (np.float64, 1),
+    "geom": (np.int32, 2),
+    "efc_address": (np.int32, 1),
+    "dim": (np.int32, 1),
+}
+"""The ``mjContact`` members the recorder keeps (dtype and count, for chunks without contacts)."""
 
-    def __init__(self, capacity: int = 4096) -> None:
+
+class _ContactBuffer:
+    """Raw contacts of the rows of one chunk, copied from mjData after each step.
+
+    MuJoCo keeps the contacts as an array of ``mjContact`` structs at the start of mjData's arena
+    (``d->contact == d->arena`` always), so one copy of ``ncon`` struct rows per step takes them all; the
+    members are read out of the bytes once per chunk. Member offsets and the struct size come from the
+    bindings' own views of the first contact seen."""
+
+    def __init__(self, capacity: int = 2048) -> None:
         self.rows: list[tuple[int, int, int]] = []
         """(row, number of contacts, offset of the row's solver forces in ``efc``) per row with contacts."""
-        self.geom = np.zeros((capacity, 2), dtype=np.int32)
-        self.dist = np.zeros(capacity)
-        self.adr = np.zeros(capacity, dtype=np.int64)
-        self.dim = np.zeros(capacity, dtype=np.int32)
+        self.raw = np.zeros((0, 0), dtype=np.uint8)
         self.efc = np.zeros(4 * capacity)
         self.ncon = 0
         self.nefc = 0
+        self._capacity = capacity
+        self._src: np.ndarray | None = None
+        """The arena's contact structs as bytes, (rows, span): a view into mjData's memory."""
+        self._data: mujoco.MjData | None = None  # keeps the viewed memory alive
+        self._fields: dict[str, tuple[int, np.dtype[Any], int]] = {}
+        """Member -> (byte offset in a row of ``raw``, dtype, count)."""
 
     def clear(self) -> None:
         self.rows = []
         self.ncon = self.nefc = 0
 
-    def add(self, row: int, d: mujoco.MjData, elliptic: bool) -> None:
+    def _bind(self, d: mujoco.MjData) -> None:
+        c = d.contact
+        views = {name: getattr(c, name) for name in _CONTACT_FIELDS}
+        stride = int(views["dist"].strides[0])
+        start = {name: int(v.__array_interface__["data"][0]) for name, v in views.items()}
+        base = min(start.values())
+        end = max(start[n] + v.itemsize * int(np.prod(v.shape[1:])) for n, v in views.items())
+        self._fields = {n: (start[n] - base, v.dtype, int(np.prod(v.shape[1:]))) for n, v in views.items()}
+        span = end - base
+        rows = int(d.narena) // stride - 1  # the contacts that fit in the arena, from the first
+        flat = np.ctypeslib.as_array((ctypes.c_uint8 * ((rows - 1) * stride + span)).from_address(base))
+        self._src = np.lib.stride_tricks.as_strided(flat, shape=(rows, span), strides=(stride, 1))
+        self._data = d
+        self.raw = np.zeros((self._capacity, span), dtype=np.uint8)
+
+    def add(self, row: int, d: mujoco.MjData) -> None:
+        if self._data is not d:
+            self._bind(d)
         p, q = self.ncon, self.nefc
         k, e = d.ncon, d.nefc
         pk, qe = p + k, q + e
-        if pk > len(self.dist) or qe > len(self.efc):
+        if pk > len(self.raw) or qe > len(self.efc):
             self._grow(pk, qe)
-        c = d.contact
-        self.geom[p:pk] = c.geom
-        self.dist[p:pk] = c.dist
-        self.adr[p:pk] = c.efc_address
-        if not elliptic:
-            self.dim[p:pk] = c.dim
+        assert self._src is not None
+        self.raw[p:pk] = self._src[:k]
         self.efc[q:qe] = d.efc_force
         self.rows.append((row, k, q))
         self.ncon, self.nefc = pk, qe
+
+    def field(self, name: str) -> np.ndarray:
+        """One member of the buffered contacts, (ncon,) or (ncon, count)."""
+        k = self.ncon
+        if not k:
+            empty, width = _CONTACT_FIELDS[name]
+            return np.zeros((0, width) if width > 1 else 0, dtype=empty)
+        offset, dtype, count = self._fields[name]
+        out = np.ascontiguousarray(self.raw[:k, offset : offset + dtype.itemsize * count]).view(dtype)
+        return out if count > 1 else out[:, 0]
 
     def counts(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Contacts per row and each row's offset in ``efc``, for the first ``n`` rows."""
@@ -187,9 +228,7 @@ class _ContactBuffer:
             out[: len(a)] = a
             return out
 
-        self.geom, self.dist = bigger(self.geom, ncon), bigger(self.dist, ncon)
-        self.adr, self.dim = bigger(self.adr, ncon), bigger(self.dim, ncon)
-        self.efc = bigger(self.efc, nefc)
+        self.raw, self.efc = bigger(self.raw, ncon), bigger(self.efc, nefc)
 
 
 class Recorder:
@@ -265,6 +304,7 @@ class Recorder:
         self._kin = np.zeros((n, nb, 13))
         """Per row and body: xpos (3), xquat (4), cvel (6)."""
         self._pre_rows, self._post_rows, self._kin_rows = list(self._pre), list(self._post), list(self._kin)
+        self._kin_src = (data.xpos, data.xquat, data.cvel)  # views into mjData's fixed buffer
         self._contacts = _ContactBuffer()
         self._row = 0
         self._have_post = False
@@ -335,9 +375,9 @@ class Recorder:
         valid = False
         self._have_post = False
         try:
-            np.concatenate((d.xpos, d.xquat, d.cvel), axis=1, out=self._kin_rows[i])
+            np.concatenate(self._kin_src, axis=1, out=self._kin_rows[i])
             if d.ncon:
-                self._contacts.add(i, d, self._elliptic)
+                self._contacts.add(i, d)
             if post:
                 mujoco.mj_getState(self.model, d, self._post_rows[i], _POST_SPEC)
                 self._have_post = True
@@ -459,10 +499,10 @@ class Recorder:
         """Contacts of the buffered rows merged per (step, body pair), vectorised."""
         nb = self.model.nbody
         buf = self._contacts
-        k = buf.ncon
         count, efc_start = buf.counts(n)
         step = np.repeat(np.arange(n), count)
-        geom_a, dist_a, adr_a = buf.geom[:k], buf.dist[:k], buf.adr[:k]
+        geom_a, dist_a = buf.field("geom"), buf.field("dist")
+        adr_a = buf.field("efc_address").astype(np.int64)
         efc_a = buf.efc[: buf.nefc]
         active = adr_a >= 0
         index = np.repeat(efc_start, count) + adr_a
@@ -470,7 +510,7 @@ class Recorder:
             normal = np.where(active, efc_a[np.where(active, index, 0)], 0.0)
         else:
             # Pyramidal cones: the normal force is the sum of the 2 (dim - 1) edge forces (1 row if dim 1).
-            dim_a = buf.dim[:k]
+            dim_a = buf.field("dim")
             nrows = np.where(active, np.where(dim_a > 1, 2 * (dim_a - 1), 1), 0)
             normal = np.zeros(len(adr_a))
             for j in range(int(nrows.max(initial=0))):

@@ -200,11 +200,11 @@ def test_a_monitor_that_throws_does_not_stop_the_episode(caplog, monkeypatch):
     calls = {"n": 0}
     original = _ContactBuffer.add
 
-    def flaky_add(self, row, d, elliptic):
+    def flaky_add(self, row, d):
         calls["n"] += 1
         if calls["n"] % 7 == 0:
             raise ValueError("recording failed")
-        original(self, row, d, elliptic)
+        original(self, row, d)
 
     monkeypatch.setattr(_ContactBuffer, "add", flaky_add)
     _, data = arm()
