@@ -171,9 +171,12 @@ class RealSenseCamera(_CameraBase):
         return rgb, metres, float(aligned.get_timestamp())
 
     def capture(self) -> Frame:
-        """The next aligned, filtered frame; raises :class:`CameraError` if none arrives in time."""
+        """A frame taken after this call (framesets already queued are dropped, so a robot that just stopped
+        is not seen mid-motion), aligned and filtered; :class:`CameraError` if none arrives in time."""
         if not self._running:
             raise CameraError(f"RealSense {self.serial}: camera is closed")
+        while self._pipeline.poll_for_frames():
+            pass
         rgb, depth, stamp = self._next()
         return Frame(
             rgb=rgb,

@@ -101,6 +101,8 @@ class _FakeRealSense:
     def __init__(self, serials: list[str]) -> None:
         self.serials = serials
         self.delivered = 0
+        self.stale = 0
+        """Framesets waiting in the queue (dropped by capture)."""
         self.stopped = False
         fake = self
         color_intr = SimpleNamespace(
@@ -127,6 +129,10 @@ class _FakeRealSense:
                     get_device=lambda: SimpleNamespace(first_depth_sensor=lambda: sensor),
                     get_stream=lambda kind: stream,
                 )
+
+            def poll_for_frames(self) -> Any:
+                fake.stale -= 1
+                return Frames() if fake.stale >= 0 else None
 
             def wait_for_frames(self, timeout_ms: int) -> Any:
                 fake.delivered += 1
@@ -159,7 +165,9 @@ def test_realsense_frame_path_scales_depth_and_reads_intrinsics(monkeypatch: pyt
     T = pose(0.2)
     with RealSenseCamera(serial="222", warmup=5, hole_filling=True, T_base_cam=T) as cam:
         assert fake.enabled == "222" and fake.delivered == 5  # warm-up frames dropped
+        fake.stale = 2
         frame = cam.capture()
+        assert fake.stale < 0  # the queued framesets were drained first
     assert fake.stopped
     assert frame.depth.dtype == np.float32 and np.allclose(frame.depth, 0.25)  # 1000 units x 0.00025 m
     assert np.allclose(frame.K, [[600.0, 0, 15.2], [0, 601.0, 11.8], [0, 0, 1]])
