@@ -4,6 +4,10 @@ neither the robot's contact nor gravity accounts for).
 - :class:`Recorder` wraps ``mj_step`` on any MuJoCo model/data pair (or a MujocoWorld) without changing it;
 - :func:`detect` finds contact ejections in a :class:`Recording` and judges them in three stages;
 - :func:`load_recording` / :func:`save_recording` read and write a recording folder (npz chunks + manifest).
+
+Also: :mod:`simpact.guard.screen` (a conservative first pass over a rollout's own trace, so only rollouts
+that could hold an ejection are recorded in full), :mod:`simpact.guard.rerun` (controlled reruns),
+:mod:`simpact.guard.settle` (a scene left alone for a second: overlaps, artifacts, motion).
 """
 
 from simpact.guard.detector import Event, Thresholds, Verdict, detect
