@@ -29,7 +29,8 @@ __all__ = [
 class RobotError(RuntimeError):
     """The robot could not be reached or stopped with an error (a reflex, a lost connection).
 
-    ``kind`` is ``connection``, ``reflex``, ``gripper`` or ``state``; the robot is left stopped.
+    ``kind`` is ``connection``, ``reflex``, ``gripper``, ``planner`` (the motion generator rejected a
+    trajectory) or ``state``; the robot is left stopped.
     """
 
     def __init__(self, message: str, kind: str = "reflex") -> None:

@@ -67,7 +67,7 @@ def test_reference_plan_is_executed_within_5_mm(franky_sim, name: str) -> None:
     assert [g["action"] for g in result["gripper_widths"]] == gripper_actions, result["gripper_widths"]
     for g in result["gripper_widths"]:
         assert abs(g["measured_m"] - g["commanded_m"]) < GRIPPER_TOLERANCE, g
-    assert result["max_measured_speed_m_s"] < 1.1 * FAST.speed, result["max_measured_speed_m_s"]  # type: ignore[operator]
+    assert result["max_measured_speed_m_s"] <= 1.02 * FAST.speed, result["max_measured_speed_m_s"]  # type: ignore[operator]
 
 
 def test_plan_outside_the_workspace_is_refused_without_motion(franky_sim) -> None:
