@@ -154,10 +154,12 @@ def task_scene_from_frame(task: Any, frame_path: str | Path, out: str | Path, vl
     object names as labels (written under ``out``; errors are :class:`PlanningError`), plus what a frame
     cannot show: the task's markers (non-colliding target regions), its robot start and table friction.
 
-    Objects the task fixes (a wall) stay fixed where they were found. Objects that are bowls in the task keep
-    its convention of a body origin at the base (the task's plans and checks use ``bowl.z`` as the base
-    height): their mesh is re-anchored at the bottom of its box. A movable task object that is not found is
-    an error naming it.
+    Objects the task fixes (a wall) stay fixed where they were found. A task's plans and success check read
+    its objects' sizes and origins in the terms of their shapes (a bowl's ``size`` is rim radius, height and
+    wall; its origin is its base), so an object the task gives a primitive shape is simulated as that
+    primitive with the pose and dimensions real2sim measured (its reconstructed mesh stays in ``out``); an
+    object the task gives as a mesh keeps the reconstruction. A movable task object that is not found is an
+    error naming it.
     """
     from dataclasses import replace
 
@@ -181,10 +183,7 @@ def task_scene_from_frame(task: Any, frame_path: str | Path, out: str | Path, vl
     objects = []
     for o in nominal.objects:
         if o.name in found:
-            obj = replace(found[o.name], fixed=o.fixed)
-            if o.shape == "bowl":
-                obj = _anchored_at_base(obj, Path(out) / "meshes")
-            objects.append(obj)
+            objects.append(_in_task_shape(replace(found[o.name], fixed=o.fixed), o))
         elif not o.collides or o.fixed:
             objects.append(o)  # markers and fixtures come from the task config
     return replace(
@@ -192,22 +191,37 @@ def task_scene_from_frame(task: Any, frame_path: str | Path, out: str | Path, vl
     )
 
 
-def _anchored_at_base(obj: Any, mesh_dir: Path) -> Any:
-    """``obj`` (a unit-box mesh scaled by its extent) with its body origin moved to the bottom centre of its
-    box: a new mesh file ``<name>_base.obj`` and the position lowered along the body's z axis."""
+def _in_task_shape(obj: Any, task_obj: Any) -> Any:
+    """``obj`` (a reconstructed mesh object: origin at its box centre, ``size`` = box extent) as the task
+    object's primitive, with the measured pose and dimensions: box → the extent; cylinder and sphere → radius
+    from the horizontal extent (m); bowl → rim radius and height measured, the wall thickness the task's, the
+    origin moved to the base."""
     from dataclasses import replace
 
     import numpy as np
 
-    from real2sim.pipeline import _cache_convex_parts, _rotation
-    from solvers.mujoco.meshes import load_mesh
+    from real2sim.pipeline import _rotation
 
-    mesh = load_mesh(obj.mesh)  # unit box, centred
-    mesh.apply_translation([0.0, 0.0, 0.5])
-    path = mesh_dir / f"{obj.name}_base.obj"
-    mesh.export(path)
-    if obj.convex_decomposition:
-        _cache_convex_parts(path, obj.size)
-    down = _rotation(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, obj.size[2] / 2])
-    position = tuple(float(v) for v in np.asarray(obj.position) - down)
-    return replace(obj, mesh=str(path.resolve()), position=position)
+    extent = np.asarray(obj.size, dtype=float)
+    radius = float(extent[:2].mean() / 2)
+    if task_obj.shape == "box":
+        return replace(obj, shape="box", mesh=None, convex_decomposition=None)
+    if task_obj.shape == "cylinder":
+        return replace(
+            obj, shape="cylinder", size=(radius, float(extent[2])), mesh=None, convex_decomposition=None
+        )
+    if task_obj.shape == "sphere":
+        return replace(
+            obj, shape="sphere", size=(float(extent.mean() / 2),), mesh=None, convex_decomposition=None
+        )
+    if task_obj.shape == "bowl":
+        down = _rotation(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, extent[2] / 2])
+        return replace(
+            obj,
+            shape="bowl",
+            size=(radius, float(extent[2]), float(task_obj.size[2])),
+            position=tuple(float(v) for v in np.asarray(obj.position) - down),
+            mesh=None,
+            convex_decomposition=None,
+        )
+    return obj

@@ -219,7 +219,9 @@ def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
         "carton",
         "blue_box",
     ] and scene.robot == task.nominal_scene.robot
-    assert scene.object("carton").shape == "mesh"
+    carton = scene.object("carton")  # the task's box, with the measured pose and size
+    assert carton.shape == "box" and carton.size == pytest.approx((0.07, 0.07, 0.2), abs=0.008)
+    assert carton.position == pytest.approx((0.52, 0.0, 0.1), abs=0.005)
     assert main(["real2sim", str(bundle), "--kind", "carton=soft", "--out", str(tmp_path / "x")]) == 2
     assert "NAME=rigid|pd|mpm" in capsys.readouterr().err
 
@@ -320,3 +322,29 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
         assert motion.displacement < 0.01, name
     for picture in ("masks.png", "meshes.png", "scene_vs_photo.png"):
         assert (tmp_path / picture).is_file()
+
+
+def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
+    from real2sim.commands import _in_task_shape
+    from simpact.scene import SceneObject
+
+    measured = SceneObject(
+        "white_bowl",
+        "mesh",
+        (0.146, 0.144, 0.05),
+        (0.54, 0.1, 0.025),
+        mesh="bowl.obj",
+        convex_decomposition=True,
+    )
+    task_bowl = SceneObject("white_bowl", "bowl", (0.075, 0.05, 0.005), (0.5, 0.1, 0.0))
+    bowl = _in_task_shape(measured, task_bowl)
+    assert bowl.shape == "bowl" and bowl.mesh is None
+    assert bowl.size == pytest.approx((0.0725, 0.05, 0.005)) and bowl.position == pytest.approx(
+        (0.54, 0.1, 0.0)
+    )
+    can = _in_task_shape(measured, SceneObject("can", "cylinder", (0.033, 0.12), (0, 0, 0.06)))
+    assert (
+        can.shape == "cylinder"
+        and can.size == pytest.approx((0.0725, 0.05))
+        and can.position == measured.position
+    )
