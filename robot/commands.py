@@ -281,13 +281,15 @@ def _execute(args: argparse.Namespace, robot: Any, validation: Any, result: dict
         options = ExecutionOptions(
             speed=args.speed, from_current=args.from_current, resume_from=args.resume_from
         )
-        result.update(
-            execute_plan(robot, validation, options, progress=lambda msg: print(f"  {msg}", flush=True))
+        executed = execute_plan(
+            robot, validation, options, progress=lambda msg: print(f"  {msg}", flush=True)
         )
+        executed["executed_plan_sha256"] = executed.pop("plan_sha256")  # plan_sha256 stays the file's
+        result.update(executed)
     except PlanRefused as exc:
         raise _Refused(str(exc)) from None
     except ExecutionError as exc:
-        result.update(exc.result)
+        result.update({k: v for k, v in exc.result.items() if k != "plan_sha256"})
         result["executed"] = False
         result["error"] = {
             "action": exc.action,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from robot.safety import HOME_TCP_QUATERNION, plan_sha256
 from simpact.actions import Plan
 from simpact.cli import main
@@ -116,3 +118,14 @@ def test_execute_on_franky_sim_writes_the_measurements(franky_sim, tmp_path: Pat
     assert [(g["action"], g["commanded_m"]) for g in result["gripper_widths"]] == [(1, 0.02), (3, 0.08)]
     assert all(abs(g["measured_m"] - g["commanded_m"]) < 0.003 for g in result["gripper_widths"])
     assert result["plan_sha256"] == result["executed_plan_sha256"]
+
+    # a plan without a start pose runs from where the robot is with --from-current
+    lift = tmp_path / "lift.json"
+    lift.write_text(json.dumps({"actions": [{"type": "LIFT", "dz": 0.02}]}))
+    again = tmp_path / "again"
+    args = ["robot", "execute", "--host", franky_sim.host, "--plan", str(lift), "--no-realtime", "--yes"]
+    assert main([*args, "--from-current", "--out", str(again)]) == 0
+    result = read_result(again)
+    assert result["executed"] is True and result["plan_sha256"] != result["executed_plan_sha256"]
+    assert result["start"]["commanded"] == pytest.approx([0.45, 0.04, 0.31], abs=0.002)  # where it stopped
+    assert max(result["waypoint_errors_m"]) < 0.005
