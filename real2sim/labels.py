@@ -3,7 +3,7 @@
 
 Precedence: labels the user gives, then the task's object names, then the VLM's answer to
 ``prompts/object_labels.md``; with none of these the segmenter finds objects geometrically and names them
-``object_1``, ``object_2``, ... . Every result says where its labels came from.
+``object_0``, ``object_1``, ... . Every result says where its labels came from.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def resolve_labels(
     if instruction:
         warnings.append(
             "no VLM to read the instruction for object labels (use --vlm or --labels): "
-            "objects found geometrically and named object_1, object_2, ..."
+            "objects found geometrically and named object_0, object_1, ..."
         )
     return Labels([], "none", warnings=warnings)
 
