@@ -37,9 +37,11 @@ def add_robot_parser(verbs: Any) -> None:
 
     from robot.calibration import add_calibrate_parser
     from robot.camera import add_capture_parser
+    from robot.loop import add_run_parser
 
     add_capture_parser(sub)
     add_calibrate_parser(sub)
+    add_run_parser(sub)
 
 
 def add_execute_parser(sub: Any) -> None:

@@ -1,0 +1,194 @@
+"""The closed loop (robot.loop) in the simulated stand-in world (robot.simworld): replanning until the judge
+says success, dry runs, a failed stage saved and named, and the judge's view of real2sim's boxes."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import robot.loop as loop
+from robot.camera import CameraError
+from robot.loop import LoopConfig, align_orientation, observed_rollout, run_loop
+from robot.simworld import SimWorld
+from simpact.actions import Plan
+from simpact.cli import main
+from simpact.rotations import quat_about_z, tilt_angle
+from simpact.tasks import load_task
+
+TASK = "non_toppling_push"
+
+
+def read(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def still_world() -> Iterator[SimWorld]:
+    """A stand-in world for runs that never move the robot."""
+    yield SimWorld.create(load_task(TASK), seed=0)
+
+
+# --- the judge's view of real2sim's boxes -------------------------------------------------------------------
+
+
+def test_a_box_turned_a_quarter_with_swapped_extents_is_the_same_box() -> None:
+    before_q = quat_about_z(0.1)
+    after_q = quat_about_z(0.1 + math.pi / 2)  # real2sim may name the box's axes the other way round
+    q = align_orientation(before_q, np.array([0.07, 0.065, 0.2]), after_q, np.array([0.065, 0.07, 0.2]))
+    assert abs(float(np.dot(q, before_q))) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_a_carton_lying_down_is_tilted_even_though_its_box_is_upright() -> None:
+    upright = np.array([1.0, 0.0, 0.0, 0.0])
+    q = align_orientation(upright, np.array([0.07, 0.07, 0.2]), upright, np.array([0.2, 0.07, 0.07]))
+    assert math.degrees(float(tilt_angle(q))) == pytest.approx(90.0, abs=1e-6)
+
+
+def test_the_task_check_reads_the_observed_outcome() -> None:
+    task = load_task(TASK)
+    before = task.scene(0)
+    carton = next(o for o in before.objects if o.name == "carton")
+    plan = Plan.from_actions([{"type": "LIFT", "dz": 0.01}])
+    robot = (np.array([0.36, 0.0, 0.25]), np.array([0.0, 0.7071, 0.7071, 0.0]), 0.0)
+
+    def judged(moved: Any) -> Any:
+        after = replace(before, objects=tuple(moved if o.name == "carton" else o for o in before.objects))
+        return task.evaluate(observed_rollout(plan, before, after, robot, robot, 12.0), before, 0)
+
+    on_line = judged(carton.moved(position=(0.705, 0.0, 0.1)))
+    assert on_line.success and on_line.details["error_m"] == pytest.approx(0.005)
+    short = judged(carton.moved(position=(0.62, 0.0, 0.1)))
+    assert not short.success and short.details["error_m"] == pytest.approx(0.08)
+    lying = judged(replace(carton.moved(position=(0.70, 0.0, 0.035)), size=(0.2, 0.07, 0.07)))
+    assert not lying.success and lying.details["max_tilt_deg"] == pytest.approx(90.0)
+
+
+# --- the loop -----------------------------------------------------------------------------------------------
+
+
+def test_a_failed_stage_is_saved_named_and_ends_the_loop(tmp_path: Path, still_world: SimWorld) -> None:
+    class Broken:
+        def capture(self) -> Any:
+            raise CameraError("no frames within 5000 ms")
+
+        def close(self) -> None:
+            pass
+
+    config = LoopConfig(planner="reference")
+    result = run_loop(Broken(), still_world.robot, still_world.task, tmp_path, config)
+    assert (result.stopped, result.failed_stage, result.robot_stopped) == ("failed", "capture", False)
+    saved = read(tmp_path / "result.json")
+    assert saved["failed_stage"] == "capture" and saved["success"] is None
+    assert saved["attempts"][0]["error"] == {"stage": "capture", "message": "no frames within 5000 ms"}
+    assert "capture" in saved["attempts"][0]["timings_s"]
+    assert not still_world.robot.connected
+
+
+def test_a_dry_run_plans_and_validates_but_never_moves(tmp_path: Path, still_world: SimWorld) -> None:
+    t0 = still_world.world.data.time
+    result = run_loop(
+        still_world.camera,
+        still_world.robot,
+        still_world.task,
+        tmp_path,
+        LoopConfig(planner="reference"),
+        confirm=lambda validation: "dry run (test)",
+    )
+    assert (result.stopped, result.dry_run, result.success) == ("dry run", "dry run (test)", None)
+    attempt = tmp_path / "attempt_1"
+    assert (attempt / "frame_before" / "rgb.png").is_file()
+    assert (attempt / "real2sim" / "scene.json").is_file()
+    assert (attempt / "plan.json").is_file() and (attempt / "planning" / "result.json").is_file()
+    execution = read(attempt / "execution" / "result.json")
+    assert execution["executed"] is False and execution["validation"]["ok"] is True
+    assert execution["dry_run"] == "dry run (test)"
+    assert not (attempt / "frame_after").exists()
+    assert still_world.world.data.time == t0  # nothing was simulated: nothing moved
+
+
+def test_sim_run_replans_from_the_after_frame_until_the_judge_says_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attempt 1 executes a push cut to half its length: the carton stops short, the judge (the task check on
+    real2sim's after-frame) says failure and agrees with the stand-in world; attempt 2 plans from that frame
+    and finishes the push."""
+    from simpact.planner.records import PlanResult, Proposal
+
+    plan_for_real = loop._plan
+    calls: list[int] = []
+
+    def short_first_push(task: Any, scene: Any, world: Any, vlm: Any, config: Any, say: Any) -> Any:
+        calls.append(1)
+        planned = plan_for_real(task, scene, world, vlm, config, say)
+        if len(calls) > 1:
+            return planned
+        raw = planned.chosen.plan.to_dict()
+        push = next(a for a in raw["actions"] if a["type"] == "PUSH")
+        push["dx"] *= 0.5
+        short = Plan.from_dict(raw)
+        rollout = world.rollout(short, tail_s=task.tail_s)
+        evaluation = task.evaluate(rollout, scene, config.seed)
+        proposal = Proposal(rollout.plan, rollout, evaluation, 0, "short push")
+        return PlanResult(task.name, config.seed, [proposal], 0, 0, 0.0, None, 1, method="short push")
+
+    monkeypatch.setattr(loop, "_plan", short_first_push)
+    out = tmp_path / "run"
+    status = main(["robot", "run", TASK, "--sim", "--yes", "--planner", "reference", "--out", str(out)])
+    assert status == 0
+    result = read(out / "result.json")
+    assert (result["success"], result["stopped"], result["n_attempts"]) == (True, "success", 2)
+    first, second = result["attempts"]
+    assert (first["success"], first["ground_truth_success"]) == (False, False)
+    assert (second["success"], second["ground_truth_success"]) == (True, True)
+    assert second["real2sim_from"] == "attempt_1/real2sim_after"
+    stages = ["capture", "real2sim", "plan", "validate", "execute", "retreat", "capture_after"]
+    stages += ["real2sim_after", "judge"]
+    for attempt in (first, second):
+        assert attempt["stages_done"] == stages and list(attempt["timings_s"]) == stages
+    for n in (1, 2):
+        adir = out / f"attempt_{n}"
+        for name in ("frame_before", "frame_after"):
+            assert (adir / name / "depth.npy").is_file()
+        for name in ("real2sim", "real2sim_after"):
+            assert (adir / name / "scene.json").is_file()
+        assert (adir / "plan.json").is_file()
+        execution = read(adir / "execution" / "result.json")
+        assert execution["executed"] is True and execution["error_max_m"] < 0.005
+    short = read(out / "attempt_1" / "judgement.json")
+    assert short["judge"] == "task" and short["success"] is False
+    assert short["task_check"]["details"]["error_m"] > 0.05  # stopped well short of the line
+    assert short["ground_truth"]["details"]["error_m"] == pytest.approx(
+        short["task_check"]["details"]["error_m"], abs=0.01
+    )
+    done = read(out / "attempt_2" / "judgement.json")
+    assert done["success"] is True and done["task_check"]["details"]["error_m"] <= 0.02
+    # the frame after attempt 1 is the frame attempt 2 started from
+    assert np.array_equal(
+        np.load(out / "attempt_1" / "frame_after" / "depth.npy"),
+        np.load(out / "attempt_2" / "frame_before" / "depth.npy"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--sim"], "give a TASK or --instruction TEXT"),
+        ([TASK, "--instruction", "push it", "--sim"], "give a TASK or --instruction TEXT"),
+        (["--instruction", "push the carton", "--host", "127.0.0.254"], "it needs a VLM"),
+        ([TASK, "--sim", "--frames", "x"], "--frames replaces the camera of a real robot"),
+        ([TASK, "--sim", "--planner", "vlm"], "--planner vlm needs a VLM"),
+        ([TASK, "--sim", "--attempts", "0"], "attempts must be at least 1"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_problem(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["robot", "run", *argv, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
