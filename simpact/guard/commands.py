@@ -1,5 +1,5 @@
-"""The ``simpact audit`` verbs (record, detect, replay, rerun, score). Each writes ``result.json`` and prints
-a one-line summary; bad input raises :class:`AuditError` (a ValueError) with a one-line message.
+"""The ``simpact audit`` verbs (record, detect, replay, rerun, score, settle). Each writes ``result.json``
+and prints a one-line summary; bad input raises :class:`AuditError` (a ValueError) with a one-line message.
 :func:`add_audit_parser` registers them on the ``simpact`` command's subparsers."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ __all__ = [
     "cmd_replay",
     "cmd_rerun",
     "cmd_score",
+    "cmd_settle",
 ]
 
 
@@ -182,10 +183,42 @@ def cmd_score(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+def cmd_settle(args: argparse.Namespace) -> dict[str, Any]:
+    from simpact.guard.settle import settle_check
+    from simpact.scene import Scene, SceneError
+
+    if (args.scene is None) == (args.task is None):
+        raise AuditError("give exactly one of --scene SCENE.json or --task TASK")
+    try:
+        if args.scene is not None:
+            try:
+                scene = Scene.from_dict(json.loads(Path(args.scene).read_text()))
+            except (OSError, ValueError) as exc:
+                raise AuditError(f"--scene {args.scene}: {exc}") from None
+        else:
+            from simpact.tasks import load_task
+
+            scene = load_task(args.task).scene(args.seed)
+        if not args.seconds > 0:
+            raise AuditError("--seconds must be positive")
+        report = settle_check(scene, args.seconds)
+    except SceneError as exc:
+        raise AuditError(str(exc)) from None
+    result = report.to_dict()
+    path = _write(args.out, result)
+    moved = max((m.displacement for m in report.motion.values()), default=0.0)
+    print(
+        f"audit settle: {'clean' if report.clean else 'NOT clean'}, {len(report.artifacts)} artifacts, "
+        f"deepest overlap {1000 * report.max_overlap:.1f} mm, largest move {1000 * moved:.1f} mm "
+        f"in {report.seconds:g} s -> {path}"
+    )
+    return result
+
+
 def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``audit record|detect|replay|rerun|score`` on the ``simpact`` subparsers (each sets
+    """Register ``audit record|detect|replay|rerun|score|settle`` on the ``simpact`` subparsers (each sets
     ``func``)."""
-    audit = subparsers.add_parser("audit", help="SimuGuard: record, detect, replay, rerun, score")
+    audit = subparsers.add_parser("audit", help="SimuGuard: record, detect, replay, rerun, score, settle")
     verbs = audit.add_subparsers(dest="audit", required=True)
 
     p = verbs.add_parser("record", help="record every physics step of an MJCF scene or a task rollout")
@@ -219,6 +252,14 @@ def add_audit_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--switch-before-artifact", action="store_true", help="switch on 0.1 s before it")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_rerun)
+
+    p = verbs.add_parser("settle", help="leave a scene alone: initial overlaps, artifacts, object motion")
+    p.add_argument("--scene", help="scene JSON (Scene.to_dict, e.g. from real2sim)")
+    p.add_argument("--task", help="task name or config file (its scene of --seed)")
+    p.add_argument("--seed", type=int, default=0, help="task scene seed")
+    p.add_argument("--seconds", type=float, default=1.0, help="time to settle, s")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_settle)
 
     p = verbs.add_parser("score", help="reported, excluded, replay-estimated success and its range")
     p.add_argument("dirs", nargs="+", help="detect or rerun result directories, one per episode")

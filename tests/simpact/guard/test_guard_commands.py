@@ -42,3 +42,19 @@ def test_audit_verbs_end_to_end(tmp_path, capsys):
         run("record", "--out", rec)
     with pytest.raises(AuditError, match="cannot read"):
         run("replay", str(tmp_path / "missing"))
+
+
+def test_audit_settle_on_a_scene_file(tmp_path, capsys):
+    from simpact.scene import Scene, SceneObject
+
+    lid = SceneObject("lid", "box", (0.08, 0.08, 0.08), (0.5, 0.0, 0.07), mass=0.05)
+    crate = SceneObject("crate", "box", (0.1, 0.1, 0.1), (0.5, 0.0, 0.05), mass=0.5)
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(Scene((crate, lid)).to_dict()))
+    out = run("settle", "--scene", str(path), "--seconds", "0.5", "--out", str(tmp_path / "settle"))
+    saved = json.loads((tmp_path / "settle" / "result.json").read_text())
+    assert saved == json.loads(json.dumps(out)) and not saved["clean"] and saved["artifacts"] == 1
+    assert saved["overlaps"][0]["bodies"] == ["crate", "lid"]
+    assert capsys.readouterr().out.startswith("audit settle: NOT clean, 1 artifacts, deepest overlap 70.0 mm")
+    with pytest.raises(AuditError, match="exactly one of --scene"):
+        run("settle", "--out", str(tmp_path / "x"))
