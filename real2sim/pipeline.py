@@ -306,28 +306,14 @@ def column_parts(
 
 
 def _cache_convex_parts(mesh_file: Path, scale: Sequence[float] | np.ndarray) -> int:
-    """Write :func:`column_parts` of the mesh as the scene builder will load it (file, per-axis scale) into
-    the convex-decomposition cache, so building the MuJoCo scene does not run CoACD. Returns the part count.
-
-    Uses the cache layout of :mod:`solvers.mujoco.meshes` (keyed by the loaded mesh)."""
-    import os
-
+    """Store :func:`column_parts` of the mesh as loaded by the scene builder (file, per-axis scale) as its
+    convex decomposition, so building the MuJoCo scene does not run CoACD. Returns the part count."""
     from solvers.mujoco import meshes
 
     mesh = meshes.load_mesh(mesh_file, tuple(float(v) for v in scale))  # type: ignore[arg-type]
-    path = meshes.cache_dir() / f"{meshes._mesh_key(mesh)}.npz"
     verts, faces = column_parts(mesh)
-    if not verts:
-        return 0
-    if path.exists():
-        return len(verts)
-    arrays: dict[str, np.ndarray] = {"count": np.array(len(verts))}
-    for i, (v, f) in enumerate(zip(verts, faces)):
-        arrays[f"v{i}"], arrays[f"f{i}"] = v, f
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
-    np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
-    tmp.replace(path)
+    if verts:
+        meshes.store_convex_parts(mesh, meshes.ConvexParts(tuple(verts), tuple(faces)))
     return len(verts)
 
 

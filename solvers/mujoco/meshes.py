@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-__all__ = ["ConvexParts", "bowl_mesh", "cache_dir", "convex_parts", "load_mesh"]
+__all__ = ["ConvexParts", "bowl_mesh", "cache_dir", "convex_parts", "load_mesh", "store_convex_parts"]
 
 COACD_THRESHOLD = 0.04
 """CoACD concavity threshold: lower gives more, tighter parts."""
@@ -100,6 +100,14 @@ def convex_parts(mesh: trimesh.Trimesh) -> ConvexParts:
         tuple(np.asarray(v, dtype=np.float64) for v, _ in result),
         tuple(np.asarray(f, dtype=np.int32) for _, f in result),
     )
+    store_convex_parts(mesh, parts)
+    return parts
+
+
+def store_convex_parts(mesh: trimesh.Trimesh, parts: ConvexParts) -> None:
+    """Cache ``parts`` as the decomposition of ``mesh`` (e.g. one computed faster than CoACD would), so that
+    :func:`convex_parts` and the scene builder use it."""
+    path = cache_dir() / f"{_mesh_key(mesh)}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {"count": np.array(len(parts))}
     for i, (v, f) in enumerate(zip(parts.vertices, parts.faces)):
@@ -107,4 +115,3 @@ def convex_parts(mesh: trimesh.Trimesh) -> ConvexParts:
     tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
     np.savez_compressed(tmp, **arrays)  # type: ignore[arg-type]
     tmp.replace(path)  # atomic: parallel builders never read half a file
-    return parts
