@@ -513,6 +513,7 @@ def run_loop(
     from real2sim.commands import input_errors
     from real2sim.frame import write_frame_bundle
     from robot.base import ExecutionError, PlanRefused
+    from robot.camera import CameraError
     from robot.execute import ExecutionOptions, execute_plan
     from robot.safety import start_yaw, validate_plan
     from simpact.actions import PlanError, StartPose
@@ -532,8 +533,6 @@ def run_loop(
     t_loop = time.perf_counter()
     result = LoopResult(header={"task": task.name, "instruction": task.instruction, **(header or {})})
     result.header["config"] = config.to_dict()
-    from robot.camera import CameraError
-
     errors: tuple[type[BaseException], ...] = (*input_errors(), CameraError, PlanError)
 
     def save() -> None:
@@ -746,7 +745,8 @@ def run_loop(
 # --- the command --------------------------------------------------------------------------------------------
 
 RUN_DOC = """\
-simpact robot run TASK (--sim | --host HOST [--frames DIR ...]) [--planner ...] [--yes] --out DIR
+simpact robot run TASK|--instruction TEXT (--sim | --host HOST [--frames DIR ...]) [--planner ...] [--yes]
+    --out DIR
 
 Capture → real2sim → plan → execute → capture → judge, replanning up to --attempts times (see robot.loop).
 --sim runs the loop against a perturbed MuJoCo stand-in world (a simulated camera and robot; no hardware);
@@ -755,7 +755,8 @@ when confirmed: --yes, or typing yes at the prompt for each plan; otherwise the 
 the run ends as a dry run. Writes DIR/attempt_N/ (frame_before/, real2sim/, planning/, plan.json,
 execution/result.json, frame_after/, real2sim_after/, judgement.json) and DIR/result.json. Exit status: 0
 when the loop ran (success or attempts exhausted) or was a dry run, 2 for bad input, 3 when the robot
-stopped with an error, 4 when another stage failed (result.json names it).
+stopped with an error, 4 when another stage failed (result.json names it). An --instruction without a task
+has no success check of its own: it needs a VLM (--vlm), which plans and judges.
 """
 
 
@@ -777,7 +778,12 @@ def add_run_parser(sub: Any) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--sim", action="store_true", help="a simulated camera and robot in a stand-in world")
     where.add_argument("--host", help="the robot's FCI address (or a franky-sim server's)")
-    p.add_argument("--frames", nargs="+", metavar="DIR", help="with --host: recorded bundles as the camera")
+    p.add_argument(
+        "--frames",
+        nargs="+",
+        metavar="DIR",
+        help="with --host: recorded bundles as the camera, one per capture in order (or a folder of them)",
+    )
     p.add_argument("--serial", help="RealSense serial number (default: the first connected device)")
     p.add_argument("--extrinsics", help="calibration YAML (simpact robot calibrate): the camera's T_base_cam")
     p.add_argument("--no-realtime", action="store_true", help="connect without a real-time kernel")

@@ -15,12 +15,13 @@ import pytest
 
 import robot.loop as loop
 from robot.camera import CameraError
-from robot.loop import LoopConfig, align_orientation, observed_rollout, run_loop
+from robot.loop import InstructionTask, LoopConfig, align_orientation, observed_rollout, run_loop
 from robot.simworld import SimWorld
 from simpact.actions import Plan
 from simpact.cli import main
 from simpact.rotations import quat_about_z, tilt_angle
 from simpact.tasks import load_task
+from simpact.vlm import VLM, VLMAnswer
 
 TASK = "non_toppling_push"
 
@@ -174,6 +175,79 @@ def test_sim_run_replans_from_the_after_frame_until_the_judge_says_success(
         np.load(out / "attempt_1" / "frame_after" / "depth.npy"),
         np.load(out / "attempt_2" / "frame_before" / "depth.npy"),
     )
+
+
+class PushingVLM(VLM):
+    """Answers each request of the push task the way a careful VLM would, reading the numbers from the
+    prompt: which cluster is which object, a push plan from the scene context, and verdicts from the
+    carton's final x against the blue box's."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.roles: list[str] = []
+
+    @staticmethod
+    def _json_after(text: str, key: str) -> Any:
+        return json.JSONDecoder().raw_decode(text, text.index(key) + len(key))[0]
+
+    def generate(self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None) -> Any:
+        text = "\n".join(p for p in parts if isinstance(p, str))
+        self.roles.append(str(role))
+        answer: Any = {}
+        if role.startswith("assign_labels"):
+            block = text.split("## Clusters")[1].split("## Output")[0]
+            clusters = json.loads(block[block.index("\n[") :].strip())
+            carton = max(clusters, key=lambda c: c["height_m"])
+            blue = max((c for c in clusters if c is not carton), key=lambda c: c["colour_rgb"][2])
+            answer = {
+                "assignments": [
+                    {"label": "carton", "cluster": carton["index"]},
+                    {"label": "blue box", "cluster": blue["index"]},
+                ]
+            }
+        elif role.startswith(("sample", "optimize")):
+            start = text.index('{"robot":')
+            scene = json.JSONDecoder().raw_decode(text, start)[0]
+            ee, carton = scene["robot"]["ee_xyz"], scene["objects"]["carton"]["xyz"]
+            line = scene["objects"]["blue_box"]["xyz"][0]
+            answer = {
+                "description": "push the carton low to the blue box's line",
+                "actions": [
+                    {"type": "MOVE", "dx": carton[0] - 0.169 - ee[0], "dy": carton[1] - ee[1], "dz": 0.0},
+                    {"type": "DESCEND", "dz": ee[2] - 0.02},
+                    {"type": "PUSH", "dx": line - carton[0] + 0.03, "dy": 0.0},
+                    {"type": "MOVE", "dx": -0.06, "dy": 0.0, "dz": 0.0},
+                    {"type": "LIFT", "dz": 0.15},
+                ],
+            }
+        elif role.startswith(("evaluate", "judge")):
+            scene = json.JSONDecoder().raw_decode(text, text.index('{"robot":'))[0]
+            line = scene["objects"]["blue_box"]["xyz"][0]
+            if role.startswith("judge"):
+                x = self._json_after(text, '"final":')["carton"]["position"][0]
+            else:
+                x = self._json_after(text, '"final_state":')["objects"]["carton"]["xyz"][0]
+            answer = {
+                "reason": f"carton at x = {x:.3f} m, line at {line:.3f} m",
+                "success": abs(x - line) <= 0.02,
+            }
+        return VLMAnswer.from_text(json.dumps(answer), model="scripted", backend="scripted")
+
+
+def test_an_instruction_without_a_task_is_planned_and_judged_by_the_vlm(tmp_path: Path) -> None:
+    sim = SimWorld.create(load_task(TASK), seed=0)
+    vlm = PushingVLM()
+    task = InstructionTask("Push the carton until it lines up with the blue box.", ["carton", "blue box"])
+    config = LoopConfig(planner="vlm", judge="vlm", k=1, k_max=2)
+    result = run_loop(sim.camera, sim.robot, task, tmp_path, config, vlm=vlm, oracle=sim)
+    assert (result.success, result.stopped, len(result.attempts)) == (True, "success", 1)
+    judgement = read(tmp_path / "attempt_1" / "judgement.json")
+    assert judgement["judge"] == "vlm" and judgement["vlm"]["success"] is True
+    assert "task_check" not in judgement and judgement["ground_truth"]["success"] is True
+    assert [e["role"] for e in judgement["vlm"]["exchanges"]] == ["judge"]
+    assert {"assign_labels", "physics", "sample/0", "optimize/1", "judge"} <= set(vlm.roles)
+    assert (tmp_path / "attempt_1" / "planning" / "prompts").is_dir()
 
 
 @pytest.mark.parametrize(
