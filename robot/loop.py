@@ -8,14 +8,17 @@ pair of :mod:`robot.simworld`). One attempt, each stage timed and saved under ``
 1. ``capture``: a frame (``frame_before/``); from attempt 2 on it is the previous attempt's after-frame,
    and ``real2sim`` reuses that frame's scene (copied, not recomputed).
 2. ``real2sim``: the task's scene from the frame (``real2sim/``; the task's labels, markers and fixtures, as
-   ``simpact plan --frame`` builds it), with the robot's start replaced by where the robot is.
+   ``simpact plan --frame`` builds it), with the robot starting at the capture pose: the task's robot start
+   (``start="task"``) or where the robot was when the loop began (``start="current"``).
 3. ``plan``: the planner in simulation (``planning/``: the planner's own record; ``plan.json``: the
    accepted plan with its start pose). Only an accepted plan (one that succeeded in simulation) is executed.
 4. ``validate``: the safety checks of :mod:`robot.safety` against the robot's limits and the scene.
 5. ``confirm``: the caller's decision to move (``--yes``, a prompt); a refusal makes this a dry run.
-6. ``execute``: :func:`robot.execute.execute_plan` (``execution/result.json``, also when it stopped).
-7. ``retreat``: back to the capture pose (where the robot was when the loop began): straight up to the
-   transit height, across, straight down; then the scene settles for ``settle_s``.
+6. ``execute``: when the robot is not at the capture pose (the first attempt with ``start="task"``), it
+   goes there first as in ``retreat``; then :func:`robot.execute.execute_plan` (``execution/result.json``,
+   also when it stopped).
+7. ``retreat``: back to the capture pose: straight up to the transit height, across, straight down; then
+   the scene settles for ``settle_s``.
 8. ``capture_after`` (``frame_after/``) and ``real2sim_after`` (``real2sim_after/``).
 9. ``judge`` (``judgement.json``): ``task``: the task's own success check on the observed outcome (the
    objects' poses real2sim measured before and after, as a two-sample rollout: conditions the check
@@ -25,8 +28,9 @@ pair of :mod:`robot.simworld`). One attempt, each stage timed and saved under ``
    ``ground_truth`` next to the verdict, never used to decide.
 
 A stage that fails ends the loop: its attempt records the stage, the error and everything computed before
-it; ``out/result.json`` (rewritten after every stage) says which stage failed. The robot's current pose
-starts every plan, so a replan pushes on from where the last attempt left the objects.
+it; ``out/result.json`` (rewritten after every stage) says which stage failed. Every plan starts at the
+capture pose, so a replan pushes on from where the last attempt left the objects; nothing moves before the
+first plan is confirmed.
 """
 
 from __future__ import annotations
@@ -161,8 +165,9 @@ class LoopConfig:
     """Peak tool speed of the retreat, m/s."""
     settle_s: float = 1.0
     """Wait after the retreat before the after-frame, s."""
-    home: bool = False
-    """Move to the home joint configuration before the loop (that becomes the capture pose)."""
+    start: Literal["task", "current"] = "task"
+    """Where plans start and frames are taken (the capture pose): the task's robot start (the robot goes
+    there, up-over-down, once the first plan is confirmed), or wherever the robot is when the loop begins."""
     k: int = 10
     """Algorithm 1's K (with the ``vlm`` planner)."""
     k_max: int = 13
@@ -172,6 +177,8 @@ class LoopConfig:
             raise ValueError(f"attempts must be at least 1, got {self.attempts}")
         if self.planner not in PLANNERS:
             raise ValueError(f"planner must be one of {', '.join(PLANNERS)}, got {self.planner!r}")
+        if self.start not in ("task", "current"):
+            raise ValueError(f"start must be task or current, got {self.start!r}")
         if self.judge not in ("task", "vlm"):
             raise ValueError(f"judge must be task or vlm, got {self.judge!r}")
         for name in ("transit_height", "transit_speed"):
@@ -456,8 +463,9 @@ def _plan(task: Any, scene: Any, world: Any, vlm: Any, config: LoopConfig, say: 
 # --- the loop -----------------------------------------------------------------------------------------------
 
 
-def _retreat(robot: RobotBase, target: Any, config: LoopConfig) -> list[list[float]]:
-    """Up to the transit height, across above the capture pose, down onto it; returns the waypoints."""
+def _transit(robot: RobotBase, target: Any, config: LoopConfig, stage: str) -> list[list[float]]:
+    """Up to the transit height, across above ``target`` (a StartPose), down onto it; returns the
+    waypoints. Every waypoint must be inside the safety limits (else ``StageFailed(stage)``)."""
     pos, quat = robot.tcp_pose()
     goal = np.asarray(target.position, float)
     top = robot.limits.workspace_max[2] - 0.01
@@ -471,7 +479,7 @@ def _retreat(robot: RobotBase, target: Any, config: LoopConfig) -> list[list[flo
     for point, orientation in path:
         problem = robot.limits.position_problem(point)
         if problem:
-            raise StageFailed("retreat", f"the way back to the capture pose is not allowed: {problem}")
+            raise StageFailed(stage, f"the way to the capture pose is not allowed: {problem}")
         here, _ = robot.tcp_pose()
         if float(np.linalg.norm(point - here)) > 1e-3:
             robot.move_to(point, orientation, config.transit_speed)
@@ -515,9 +523,10 @@ def run_loop(
     from robot.base import ExecutionError, PlanRefused
     from robot.camera import CameraError
     from robot.execute import ExecutionOptions, execute_plan
-    from robot.safety import start_yaw, validate_plan
+    from robot.safety import HOME_TCP_QUATERNION, start_yaw, validate_plan
     from simpact.actions import PlanError, StartPose
     from simpact.planner.report import write_report
+    from simpact.rotations import quat_about_z, quat_mul
     from simpact.scene import RobotStart
     from solvers.mujoco.world import MujocoWorld
 
@@ -527,6 +536,8 @@ def run_loop(
         raise ValueError(
             "an instruction without a task needs a VLM to plan and to judge (planner and judge vlm)"
         )
+    if isinstance(task, InstructionTask) and config.start == "task":
+        raise ValueError("an instruction has no start pose of its own: start from the current pose")
     say = progress or (lambda _line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -571,10 +582,17 @@ def run_loop(
     try:
         with stage(setup, "connect"):
             robot.connect()
-            if config.home:
-                robot.home()
             position, quaternion = robot.tcp_pose()
             width = float(np.clip(robot.gripper_width(), 0.0, 0.1))
+            result.header["initial_pose"] = {
+                "position": [round(float(v), 6) for v in position],
+                "quaternion": [round(float(v), 6) for v in quaternion],
+                "gripper_width": round(width, 6),
+            }
+            if config.start == "task":
+                begin = task.nominal_scene.robot
+                quaternion = quat_mul(quat_about_z(begin.yaw), np.asarray(HOME_TCP_QUATERNION))
+                position, width = np.asarray(begin.position), begin.gripper_width
             capture_pose = StartPose.from_dict(
                 {"position": position, "quaternion": quaternion, "gripper_width": width}
             )
@@ -653,6 +671,9 @@ def run_loop(
                     say(f"attempt {n}: plan {validation.plan_sha256[:12]} passed validation; {reason}")
                     break
                 with stage(attempt, "execute"):
+                    here, _ = robot.tcp_pose()
+                    if float(np.linalg.norm(here - np.asarray(capture_pose.position))) > 0.005:
+                        attempt.info["transit_to_start"] = _transit(robot, capture_pose, config, "execute")
                     before_pose = (*robot.tcp_pose(), robot.gripper_width())
                     if oracle is not None:
                         oracle.mark()
@@ -680,7 +701,7 @@ def run_loop(
                     finally:
                         _write_json(adir / "execution" / "result.json", execution)
                 with stage(attempt, "retreat"):
-                    attempt.info["retreat_path"] = _retreat(robot, capture_pose, config)
+                    attempt.info["retreat_path"] = _transit(robot, capture_pose, config, "retreat")
                     _wait(robot, config.settle_s)
                     after_pose = (*robot.tcp_pose(), robot.gripper_width())
                     elapsed = time.perf_counter() - t_exec
@@ -799,7 +820,12 @@ def add_run_parser(sub: Any) -> None:
     p.add_argument("--speed", type=float, help="peak tool speed of the plans, m/s (default: the plan's)")
     p.add_argument("--transit-height", type=float, default=0.3, help="tool height of the retreat, m (0.3)")
     p.add_argument("--settle-s", type=float, default=1.0, help="wait before the after-frame, s (1.0)")
-    p.add_argument("--home", action="store_true", help="move to the home joints first (the capture pose)")
+    p.add_argument(
+        "--start",
+        choices=("task", "current"),
+        help="capture pose and plan start: the task's robot start (default with TASK; the robot goes there "
+        "once the first plan is confirmed) or where the robot is (default with --instruction)",
+    )
     p.add_argument("--yes", action="store_true", help="move without asking for confirmation")
     p.add_argument("--dry-run", action="store_true", help="plan and validate the first attempt; never move")
     p.add_argument("--out", required=True, help="output directory")
@@ -855,7 +881,7 @@ def cmd_robot_run(args: argparse.Namespace) -> None:
             speed=args.speed,
             transit_height=args.transit_height,
             settle_s=args.settle_s,
-            home=args.home,
+            start=args.start or ("current" if args.instruction else "task"),
             k=args.k,
             k_max=args.k_max,
         )

@@ -177,6 +177,31 @@ def test_sim_run_replans_from_the_after_frame_until_the_judge_says_success(
     )
 
 
+def test_a_franka_dry_run_plans_from_the_task_start_without_moving(
+    tmp_path: Path, still_world: SimWorld, fresh_franky_sim: Any
+) -> None:
+    """--host: the franky driver and recorded bundles as the camera; the robot (at franky-sim's home) stays
+    put, and the plan starts at the task's robot start, where it would go once confirmed. (A server of the
+    test's own: a live one keeps a core busy.)"""
+    from real2sim.frame import write_frame_bundle
+    from robot.franka import FrankaRobot
+
+    bundle = write_frame_bundle(still_world.camera.capture(), tmp_path / "bundle")
+    with FrankaRobot(fresh_franky_sim.host, realtime=False) as franka:
+        home, _ = franka.tcp_pose()
+    out = tmp_path / "run"
+    argv = ["robot", "run", TASK, "--host", fresh_franky_sim.host, "--no-realtime", "--frames", str(bundle)]
+    assert main([*argv, "--planner", "reference", "--dry-run", "--out", str(out)]) == 0
+    result = read(out / "result.json")
+    assert (result["stopped"], result["dry_run"]) == ("dry run", "dry run (--dry-run)")
+    assert result["mode"] == "robot" and result["camera"] == "bundles"
+    assert result["initial_pose"]["position"] == pytest.approx(home.tolist(), abs=1e-4)
+    plan = read(out / "attempt_1" / "plan.json")
+    assert plan["start_pose"]["position"] == pytest.approx([0.36, 0.0, 0.25], abs=1e-4)
+    with FrankaRobot(fresh_franky_sim.host, realtime=False) as franka:
+        assert np.linalg.norm(franka.tcp_pose()[0] - home) < 1e-4
+
+
 class PushingVLM(VLM):
     """Answers each request of the push task the way a careful VLM would, reading the numbers from the
     prompt: which cluster is which object, a push plan from the scene context, and verdicts from the
@@ -239,7 +264,7 @@ def test_an_instruction_without_a_task_is_planned_and_judged_by_the_vlm(tmp_path
     sim = SimWorld.create(load_task(TASK), seed=0)
     vlm = PushingVLM()
     task = InstructionTask("Push the carton until it lines up with the blue box.", ["carton", "blue box"])
-    config = LoopConfig(planner="vlm", judge="vlm", k=1, k_max=2)
+    config = LoopConfig(planner="vlm", judge="vlm", start="current", k=1, k_max=2)
     result = run_loop(sim.camera, sim.robot, task, tmp_path, config, vlm=vlm, oracle=sim)
     assert (result.success, result.stopped, len(result.attempts)) == (True, "success", 1)
     judgement = read(tmp_path / "attempt_1" / "judgement.json")
