@@ -43,6 +43,7 @@ from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.physics import PhysicsEstimate, estimate_physics
 from real2sim.types import ObjectGeometry, PhysicalParameters
+from simpact.jsonio import write_json
 
 __all__ = [
     "ROBOT_REACH_X",
@@ -384,7 +385,7 @@ def run_real2sim(
     )
     result.timings_s["total"] = time.perf_counter() - t_all
     if out is not None:
-        _write_json(Path(out) / "result.json", result.to_dict())
+        write_json(Path(out) / "result.json", result.to_dict())
     return result
 
 
@@ -591,19 +592,6 @@ def _scene(
     return Scene(tuple(scene_objects)), entries
 
 
-def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
 def write_outputs(
     result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
 ) -> None:
@@ -620,11 +608,11 @@ def write_outputs(
         "table_size": list(result.scene.table_size),
         "units": "m, kg, s; quaternions (w, x, y, z); positions in the world frame",
     }
-    _write_json(out / "scene.json", scene_json)
+    write_json(out / "scene.json", scene_json)
     result.files["scene.json"] = "scene.json"
     exchange = result.labels.exchange + result.physics.exchange
     if exchange:
-        _write_json(out / "vlm_exchange.json", exchange)
+        write_json(out / "vlm_exchange.json", exchange)
         result.files["vlm_exchange.json"] = "vlm_exchange.json"
     if result.world is not None:
         (out / "scene.xml").write_text(result.world.spec.to_xml())

@@ -123,15 +123,16 @@ def _load_scene(args: argparse.Namespace) -> tuple[Any, str]:
     return None, "the table only (no --task or --scene)"
 
 
-def _confirm(args: argparse.Namespace, plan: Any, digest: str) -> str | None:
-    """None when the user confirmed motion, else why this is a dry run."""
+def confirm_motion(args: argparse.Namespace, plan: Any, digest: str, where: str) -> str | None:
+    """None when the user confirmed moving the robot at ``where`` (``--yes`` or typing yes), else why this
+    is a dry run."""
     if args.dry_run:
         return "dry run (--dry-run)"
     if args.yes:
         return None
     if not sys.stdin.isatty():
         return "dry run: not confirmed (no terminal); pass --yes to move"
-    print(f"About to execute {len(plan.actions)} actions on the robot at {args.host}: {plan}")
+    print(f"About to execute {len(plan.actions)} actions on {where}: {plan}")
     print(f"plan sha256 {digest}")
     answer = input("Type 'yes' to move the robot: ").strip().lower()
     return None if answer == "yes" else "dry run: not confirmed at the prompt"
@@ -161,7 +162,7 @@ def cmd_robot_execute(args: argparse.Namespace) -> None:
     robot = None
     try:
         robot, validation = _prepare(args, result)
-        reason = _confirm(args, validation.plan, validation.plan_sha256)
+        reason = confirm_motion(args, validation.plan, validation.plan_sha256, f"the robot at {args.host}")
         if reason is not None:
             result["dry_run"] = True
             result["reason"] = reason

@@ -52,6 +52,7 @@ import numpy as np
 
 from robot.base import RobotBase, RobotError
 from robot.camera import Camera
+from simpact.jsonio import write_json
 
 __all__ = [
     "EXIT_STAGE_FAILED",
@@ -248,21 +249,6 @@ class LoopResult:
             "attempts": [a.to_dict() for a in self.attempts],
             "wall_s": round(self.wall_s, 3),
         }
-
-
-def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=_jsonable) + "\n")
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 # --- judging ------------------------------------------------------------------------------------------------
@@ -548,7 +534,7 @@ def run_loop(
 
     def save() -> None:
         result.wall_s = time.perf_counter() - t_loop
-        _write_json(out / "result.json", result.to_dict())
+        write_json(out / "result.json", result.to_dict())
 
     @contextmanager
     def stage(attempt: Attempt, name: str) -> Iterator[None]:
@@ -657,7 +643,7 @@ def run_loop(
                         "validation": validation.to_dict(),
                     }
                     attempt.info["plan_sha256"] = validation.plan_sha256
-                    _write_json(adir / "execution" / "result.json", execution)
+                    write_json(adir / "execution" / "result.json", execution)
                     if not validation.ok:
                         raise StageFailed(
                             "validate", f"the plan violates the safety checks: {validation.reason}"
@@ -667,7 +653,7 @@ def run_loop(
                     result.dry_run = reason
                     result.stopped = "dry run"
                     execution["dry_run"] = reason
-                    _write_json(adir / "execution" / "result.json", execution)
+                    write_json(adir / "execution" / "result.json", execution)
                     say(f"attempt {n}: plan {validation.plan_sha256[:12]} passed validation; {reason}")
                     break
                 with stage(attempt, "execute"):
@@ -699,7 +685,7 @@ def run_loop(
                         }
                         raise StageFailed("execute", str(exc), robot_stopped=True) from None
                     finally:
-                        _write_json(adir / "execution" / "result.json", execution)
+                        write_json(adir / "execution" / "result.json", execution)
                 with stage(attempt, "retreat"):
                     attempt.info["retreat_path"] = _transit(robot, capture_pose, config, "retreat")
                     _wait(robot, config.settle_s)
@@ -739,7 +725,7 @@ def run_loop(
                         judgement["ground_truth"] = oracle.ground_truth(plan)
                         attempt.info["ground_truth_success"] = judgement["ground_truth"]["success"]
                     judgement["success"] = success
-                    _write_json(adir / "judgement.json", judgement)
+                    write_json(adir / "judgement.json", judgement)
                     if success is None:
                         raise StageFailed("judge", f"no verdict: {judgement.get('reason')}")
                     attempt.success = bool(success)
@@ -833,17 +819,10 @@ def add_run_parser(sub: Any) -> None:
 
 
 def _confirmer(args: argparse.Namespace, where: str) -> Callable[[Any], str | None]:
+    from robot.commands import confirm_motion
+
     def confirm(validation: Any) -> str | None:
-        if args.dry_run:
-            return "dry run (--dry-run)"
-        if args.yes:
-            return None
-        if not sys.stdin.isatty():
-            return "dry run: not confirmed (no terminal); pass --yes to move"
-        print(f"About to execute {len(validation.plan.actions)} actions on {where}: {validation.plan}")
-        print(f"plan sha256 {validation.plan_sha256}")
-        answer = input("Type 'yes' to move the robot: ").strip().lower()
-        return None if answer == "yes" else "dry run: not confirmed at the prompt"
+        return confirm_motion(args, validation.plan, validation.plan_sha256, where)
 
     return confirm
 

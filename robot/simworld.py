@@ -25,14 +25,15 @@ closes towards ``width`` and squeezes with the servo's stiffness, not with ``for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from real2sim.frame import Frame
-from robot.base import MeasuredPath, RobotBase, RobotError, RobotSpecs
+from robot.base import MeasuredPath, RobotBase, RobotError
+from robot.franka import FR3_SPECS
 from robot.safety import SafetyLimits
 from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
 from simpact.rotations import quat_about_z, quat_conj, quat_mul
@@ -41,14 +42,8 @@ from solvers.rollout import Rollout, Trace, WorldState
 
 __all__ = ["SIM_SPECS", "SimCamera", "SimRobot", "SimWorld"]
 
-SIM_SPECS = RobotSpecs(
-    name="simulated FR3 + Franka Hand (perturbed MuJoCo stand-in)",
-    dof=7,
-    control_rate_hz=100.0,
-    max_tcp_speed=1.7,
-    max_tcp_rotation_speed=2.5,
-    gripper_max_width=0.08,
-    tcp_offset=0.1034,
+SIM_SPECS = replace(
+    FR3_SPECS, name="simulated FR3 + Franka Hand (perturbed MuJoCo stand-in)", control_rate_hz=100.0
 )
 """The simulated arm: the FR3's limits, joint targets every 10 ms (the simulator's control period)."""
 

@@ -4,13 +4,14 @@ one-line summary; bad input exits with status 2 and a one-line reason."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from simpact.jsonio import write_json
 
 __all__ = ["main"]
 
@@ -21,12 +22,6 @@ REACH_TOLERANCE_M = 0.005
 
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
-
-
-def write_json(path: Path, payload: Any) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
 
 
 def _camera(task: Any, path: str | None) -> Any:

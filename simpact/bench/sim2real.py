@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpact.bench.tasks import RUNS, BenchError, Progress, _duration, _load_runs
+from simpact.bench.tasks import RUNS, BenchError, Progress, _duration, _load_runs, append_runs
 
 __all__ = ["KINDS", "Sim2RealEpisode", "format_table", "run_episode", "run_sim2real"]
 
@@ -299,21 +299,7 @@ def run_sim2real(
     todo = [Sim2RealEpisode(n, s, **make) for n, s in wanted if (n, s) not in runs]
     if progress is not None:
         progress.start(len(wanted), [runs[key] for key in wanted if key in runs])
-    errors: list[dict[str, Any]] = []
-    try:
-        with log.open("a") as sink:
-            for record in _execute(todo, workers):
-                if "error" in record:
-                    errors.append(record)
-                else:
-                    sink.write(json.dumps(record) + "\n")
-                    sink.flush()
-                    runs[(record["task"], record["seed"])] = record
-                if progress is not None:
-                    progress.record(record)
-    finally:
-        if progress is not None:
-            progress.close()
+    errors = append_runs(log, _execute(todo, workers), runs, progress)
     done = [runs[key] for key in wanted if key in runs]
     result = {
         "config": {**config, "id": config_id(config)},

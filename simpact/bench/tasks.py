@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,6 +290,32 @@ def _task_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def append_runs(
+    log: Path,
+    records: Iterable[dict[str, Any]],
+    runs: dict[tuple[str, int], dict[str, Any]],
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Append each finished episode to ``log`` as it arrives (a killed run resumes from there) and to ``runs``
+    by (task, seed); the records that carry an ``error`` are returned instead. Closes ``progress``."""
+    errors: list[dict[str, Any]] = []
+    try:
+        with log.open("a") as sink:
+            for record in records:
+                if "error" in record:
+                    errors.append(record)
+                else:
+                    sink.write(json.dumps(record) + "\n")
+                    sink.flush()
+                    runs[(record["task"], record["seed"])] = record
+                if progress is not None:
+                    progress.record(record)
+    finally:
+        if progress is not None:
+            progress.close()
+    return errors
+
+
 def run_tasks(
     tasks: Sequence[str],
     seeds: Sequence[int],
@@ -313,21 +339,7 @@ def run_tasks(
     todo = [Episode(n, s, planner, dict(vlm or {})) for n, s in wanted if (n, s) not in runs]
     if progress is not None:
         progress.start(len(wanted), [runs[key] for key in wanted if key in runs])
-    errors: list[dict[str, Any]] = []
-    try:
-        with log.open("a") as sink:
-            for record in _execute(todo, executor, workers):
-                if "error" in record:
-                    errors.append(record)
-                else:
-                    sink.write(json.dumps(record) + "\n")
-                    sink.flush()
-                    runs[(record["task"], record["seed"])] = record
-                if progress is not None:
-                    progress.record(record)
-    finally:
-        if progress is not None:
-            progress.close()
+    errors = append_runs(log, _execute(todo, executor, workers), runs, progress)
     result = {
         "planner": planner,
         "vlm": (vlm or {}).get("vlm") if planner == "vlm" else None,

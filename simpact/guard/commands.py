@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.jsonio import write_json
+
 __all__ = [
     "AuditError",
     "add_audit_parser",
@@ -29,10 +31,7 @@ class AuditError(ValueError):
 
 
 def _write(directory: str | Path, payload: dict[str, Any]) -> Path:
-    path = Path(directory) / "result.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
-    return path
+    return write_json(Path(directory) / "result.json", payload)
 
 
 def _load(path: str) -> Any:
