@@ -287,7 +287,17 @@ def _task_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "mean_wall_s": round(sum(walls) / n, 3) if n else None,
         "max_wall_s": round(max(walls), 3) if n else None,
         "mean_rollouts": round(sum(r.get("rollouts", 1) for r in records) / n, 2) if n else None,
+        "audit": _audit_totals(records),
     }
+
+
+AUDIT_COUNTS = ("audited", "recorded", "flagged", "rerun", "repaired")
+
+
+def _audit_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """SimuGuard's counts summed over the planner's episodes (reference runs have no audit)."""
+    audits = [r["audit"] for r in records if isinstance(r.get("audit"), Mapping)]
+    return {key: sum(int(a.get(key, 0)) for a in audits) for key in AUDIT_COUNTS}
 
 
 def append_runs(
@@ -358,10 +368,10 @@ def run_tasks(
 
 def format_table(result: Mapping[str, Any]) -> str:
     """The per-task success table of a :func:`run_tasks` result, with a total line."""
-    rows = [("task", "ok/runs", "score", "wall s mean/max", "rollouts", "failed seeds")]
+    rows = [("task", "ok/runs", "score", "wall s mean/max", "rollouts", "flagged/repaired", "failed seeds")]
     for name, s in result["tasks"].items():
         if not s["runs"]:
-            rows.append((name, "0/0", "-", "-", "-", "-"))
+            rows.append((name, "0/0", "-", "-", "-", "-", "-"))
             continue
         failed = ",".join(map(str, s["failed_seeds"])) or "-"
         rows.append(
@@ -371,12 +381,13 @@ def format_table(result: Mapping[str, Any]) -> str:
                 f"{s['mean_score']:.3f}",
                 f"{s['mean_wall_s']:.1f} / {s['max_wall_s']:.1f}",
                 f"{s['mean_rollouts']:.1f}",
+                f"{s['audit']['flagged']}/{s['audit']['repaired']}",
                 failed,
             )
         )
     ok = sum(s["successes"] for s in result["tasks"].values())
     runs = sum(s["runs"] for s in result["tasks"].values())
-    rows.append(("total", f"{ok}/{runs}", "", f"wall {result['total_wall_s']:.1f} s", "", ""))
+    rows.append(("total", f"{ok}/{runs}", "", f"wall {result['total_wall_s']:.1f} s", "", "", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     return "\n".join(lines)

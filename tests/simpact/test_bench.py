@@ -38,3 +38,17 @@ def test_parse_seeds():
     assert parse_seeds("1-3,7") == [1, 2, 3, 7]
     with pytest.raises(ValueError, match="cannot read 'x'"):
         parse_seeds("x")
+
+
+def test_task_summary_sums_the_planner_audit_counts():
+    from simpact.bench.tasks import _task_summary
+
+    audit = {"audited": 12, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1, "events": []}
+    records = [
+        {"seed": 1, "success": True, "score": 1.0, "plan_wall_s": 2.0, "rollouts": 12, "audit": audit},
+        {"seed": 2, "success": False, "score": 0.5, "plan_wall_s": 4.0, "audit": {"audited": 8}},
+        {"seed": 3, "success": True, "score": 1.0, "rollout_wall_s": 0.3},  # a reference run: no audit
+    ]
+    summary = _task_summary(records)
+    assert summary["audit"] == {"audited": 20, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1}
+    assert summary["failed_seeds"] == [2]
