@@ -130,6 +130,27 @@ def _fit_circle_outline(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
     return centre, r, rms / max(r, 1e-6)
 
 
+def _fit_circle_arc(
+    xy: np.ndarray, centre: np.ndarray, radius: float, loss_scale_m: float = 0.002
+) -> tuple[np.ndarray, float, float]:
+    """Circle fitted to the points themselves (geometric distance, robust loss), started from
+    ``centre``/``radius``: centre, radius and the angle (rad) of the arc the points cover. Unlike the outline
+    fit it uses the curvature of the whole visible arc, so a cylinder half hidden by an occluder keeps its
+    diameter."""
+    from scipy.optimize import least_squares
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        return np.asarray(np.linalg.norm(xy - x[:2], axis=1) - x[2])
+
+    sol = least_squares(
+        residual, [centre[0], centre[1], max(radius, 1e-3)], loss="soft_l1", f_scale=loss_scale_m
+    )
+    c, r = np.asarray(sol.x[:2]), abs(float(sol.x[2]))
+    ang = np.sort(np.arctan2(xy[:, 1] - c[1], xy[:, 0] - c[0]))
+    gap = float(np.max(np.diff(np.r_[ang, ang[0] + 2 * np.pi]))) if len(ang) > 1 else 2 * np.pi
+    return c, r, 2 * np.pi - gap
+
+
 def _fit_rectangle(xy: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float]:
     """Minimum-area rectangle of the outline (robust extents): yaw, centre, (long, short) size, relative
     residual of the outline to the rectangle's edges."""
@@ -185,6 +206,14 @@ def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: in
         concave = bool(np.median(z[inner]) < 0.6 * top)
     elif concave is None:
         concave = False
+    side = points[(z > 0.1 * top) & (z < 0.9 * top)]
+    if not concave and len(side) >= 30:
+        # A solid's side wall is an arc of the circle: where an occluder hides part of it, the outline
+        # circle (through the visible chord) comes out too small, the arc's curvature does not.
+        c_arc, r_arc, span = _fit_circle_arc(side[:, :2], centre, radius - pad_m)
+        if span >= np.deg2rad(60.0) and radius - pad_m < r_arc <= spread:
+            centre, radius = c_arc, r_arc
+            r = np.linalg.norm(points[:, :2] - centre, axis=1)
     edges = np.linspace(0.0, top, bins + 1)
     prof = np.full(bins + 1, np.nan)
     for i in range(bins):

@@ -95,3 +95,18 @@ def test_a_sliver_seen_past_an_occluder_still_gives_a_closed_shape() -> None:
     for label in ("box", "can", "thing", "bottle"):
         shape = complete_shape(sliver, label)
         assert shape.mesh.is_watertight and shape.mesh.extents.max() < 0.1, label
+
+
+def test_a_can_half_hidden_by_an_occluder_keeps_its_diameter() -> None:
+    """The outline of a half-hidden can's visible arc is a chord; the arc's curvature gives the diameter."""
+    can = trimesh.creation.cylinder(radius=0.033, height=0.1, sections=96)
+    can.apply_translation([0.5, 0.0, 0.05])
+    pts = visible_points(can, EYE)
+    pts = pts[pts[:, 1] > 0.0]  # the camera looks along -x; an occluder hides the can's y < 0 half
+    rng = np.random.default_rng(0)
+    pts = pts + rng.normal(0.0, 0.0005, pts.shape)  # depth-camera noise
+    shape = complete_shape(pts, "tomato soup can")
+    diameter = shape.mesh.extents[:2]
+    assert np.all(np.abs(diameter / 0.066 - 1) <= 0.05), diameter  # the outline circle: 17 % short
+    assert shape.T_world_obj is not None
+    assert np.linalg.norm(shape.T_world_obj[:2, 3] - [0.5, 0.0]) < 0.008
