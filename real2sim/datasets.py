@@ -24,6 +24,7 @@ __all__ = [
     "SharedDataMissing",
     "read_any_frame",
     "read_graspnet_frame",
+    "read_graspnet_object_points",
     "read_posecnn_frame",
     "shared_data_dir",
 ]
@@ -46,10 +47,11 @@ YCB_SIZES_M: dict[str, tuple[float, float, float]] = {
     "bowl": (0.055, 0.16, 0.16),
 }
 
-#: The real frames under ``<shared data>/rgbd`` and the objects in each whose size is known: relative path
-#: -> {label: key of :data:`YCB_SIZES_M`}. Other objects in the frame (drill, banana, scissors, ...) have
-#: no reference size.
-REAL_FRAMES: dict[str, dict[str, str]] = {
+#: The real frames under ``<shared data>/rgbd`` and the objects in each that a bench scores: relative path
+#: -> {label: key of :data:`YCB_SIZES_M`, or None for an object that is not a YCB object of known size (it
+#: is scored against the object points shipped with the frame, see :func:`read_graspnet_object_points`).
+#: Other objects in the frame (drill, banana, scissors, ...) have no reference size.
+REAL_FRAMES: dict[str, dict[str, str | None]] = {
     "rgbd/posecnn/000001-color.png": {
         "cracker box": "cracker box",
         "mustard bottle": "mustard bottle",
@@ -63,7 +65,8 @@ REAL_FRAMES: dict[str, dict[str, str]] = {
     },
     "rgbd/6dof_graspnet/cheezit.npy": {"cracker box": "cracker box"},
     "rgbd/6dof_graspnet/mustard.npy": {"mustard bottle": "mustard bottle"},
-    "rgbd/6dof_graspnet/green_bowl.npy": {"green bowl": "bowl"},
+    # Not the YCB bowl: its own points reach 8.1 cm above the table, the YCB bowl is 5.5 cm tall.
+    "rgbd/6dof_graspnet/green_bowl.npy": {"green bowl": None},
 }
 
 
@@ -112,10 +115,7 @@ def read_posecnn_frame(color_path: str | os.PathLike[str], K: Any = None) -> Fra
     )
 
 
-def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
-    """A 6-DoF GraspNet demo frame: a pickled dict with ``image`` (RGB uint8), ``depth`` (float32 m, NaN or 0
-    invalid) and ``intrinsics_matrix``. Its ``base_to_camera_rt`` is a placeholder and is ignored."""
-    path = Path(npy_path)
+def _load_graspnet(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FrameError(f"{path}: missing file")
     try:
@@ -126,6 +126,14 @@ def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
         raise FrameError(f"{path}: cannot read a pickled dict ({err})") from err
     if not isinstance(data, dict):
         raise FrameError(f"{path}: expected a pickled dict, got {type(data).__name__}")
+    return data
+
+
+def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
+    """A 6-DoF GraspNet demo frame: a pickled dict with ``image`` (RGB uint8), ``depth`` (float32 m, NaN or 0
+    invalid) and ``intrinsics_matrix``. Its ``base_to_camera_rt`` is a placeholder and is ignored."""
+    path = Path(npy_path)
+    data = _load_graspnet(path)
     missing = [k for k in ("image", "depth", "intrinsics_matrix") if k not in data]
     if missing:
         raise FrameError(f"{path}: missing keys {missing}")
@@ -138,6 +146,18 @@ def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
         K=np.asarray(data["intrinsics_matrix"], dtype=np.float64),
         metadata={"source": str(path), "format": "6dof_graspnet"},
     )
+
+
+def read_graspnet_object_points(npy_path: str | os.PathLike[str]) -> np.ndarray:
+    """The object's points shipped in a 6-DoF GraspNet frame (``smoothed_object_pc``): (N, 3) finite
+    points, camera frame (m). It is one view's surface, segmented by the dataset's authors: a reference for
+    what the frame shows of the object."""
+    path = Path(npy_path)
+    data = _load_graspnet(path)
+    if "smoothed_object_pc" not in data:
+        raise FrameError(f"{path}: missing key 'smoothed_object_pc'")
+    pts = np.asarray(data["smoothed_object_pc"], dtype=np.float64).reshape(-1, 3)
+    return pts[np.isfinite(pts).all(axis=1)]
 
 
 def read_any_frame(path: str | os.PathLike[str]) -> Frame:

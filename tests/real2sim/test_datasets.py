@@ -65,3 +65,12 @@ def test_unknown_formats_are_refused(tmp_path: Path) -> None:
         read_any_frame(tmp_path / "missing.jpg")
     with pytest.raises(FrameError, match="missing file"):
         read_any_frame(tmp_path / "000009-color.png")
+
+
+def test_graspnet_frames_ship_their_object_points() -> None:
+    from real2sim.datasets import read_graspnet_object_points
+
+    pts = read_graspnet_object_points(_data("rgbd/6dof_graspnet/green_bowl.npy"))
+    assert pts.ndim == 2 and pts.shape[1] == 3 and len(pts) > 1000 and np.isfinite(pts).all()
+    assert 0.3 < np.median(pts[:, 2]) < 1.5  # camera frame: about half a metre in front of the camera
+    assert REAL_FRAMES["rgbd/6dof_graspnet/green_bowl.npy"] == {"green bowl": None}  # not the YCB bowl

@@ -68,7 +68,10 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch:
     try:
         datasets.shared_data_dir("rgbd")
         real = True
-        frames = {"rgbd/6dof_graspnet/mustard.npy": datasets.REAL_FRAMES["rgbd/6dof_graspnet/mustard.npy"]}
+        frames = {
+            k: datasets.REAL_FRAMES[k]
+            for k in ("rgbd/6dof_graspnet/mustard.npy", "rgbd/6dof_graspnet/green_bowl.npy")
+        }
         monkeypatch.setattr(datasets, "REAL_FRAMES", frames)
     except datasets.SharedDataMissing:
         real = False
@@ -84,6 +87,23 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch:
     assert "carton" in format_table(result)
     if not real:
         pytest.skip("shared data absent (set SIMPACT_SHARED_DATA): real frame part not run")
-    (frame,) = result["real"]
-    mustard = frame["objects"]["mustard_bottle"]
+    mustard_frame, bowl_frame = result["real"]
+    mustard = mustard_frame["objects"]["mustard_bottle"]
     assert mustard["found"] and mustard["extent_pct"] <= 20.0 and abs(mustard["support_gap_cm"]) < 2.0
+    assert mustard["reference"] == "ycb" and "pc_extent_pct" in mustard  # the shipped points: information
+    # The green bowl is not the YCB bowl (8 cm tall, not 5.5): scored against its own shipped points.
+    bowl = bowl_frame["objects"]["green_bowl"]
+    assert bowl["reference"] == "object_pc" and bowl["extent_pct"] == bowl["pc_extent_pct"] <= 20.0, bowl
+    assert max(bowl["pc_extent_m"]) > 0.14 and 0.075 < min(bowl["pc_extent_m"]) < 0.09
+    assert "object_pc" in format_table(result)
+
+
+def test_points_extent_is_the_oriented_footprint_and_the_height() -> None:
+    from simpact.bench.real2sim import points_extent
+
+    rng = np.random.default_rng(0)
+    local = rng.uniform(-0.5, 0.5, (4000, 3)) * [0.16, 0.06, 0.0]
+    local[:, 2] = rng.uniform(0.0, 0.2, len(local))
+    c, s = np.cos(0.6), np.sin(0.6)
+    pts = local @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]]) + [0.3, -0.1, 0.0]
+    assert np.sort(points_extent(pts)) == pytest.approx([0.06, 0.16, 0.2], abs=0.003)
