@@ -241,6 +241,7 @@ def find_clusters(
         if below.any() and np.median(z[below]) < np.median(z[m]) - 0.01:
             kept.append((m, top))
     kept = _merge_nested(kept, pts, table)
+    kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
 
     from real2sim.shape import outline_kind
 
@@ -320,6 +321,68 @@ def _merge_nested(
                 planes = None
             out.append([mask, top, planes])
     return [(m, t) for m, t, _ in out]
+
+
+def _split_at_height_step(
+    mask: np.ndarray,
+    pts: np.ndarray,
+    height: np.ndarray,
+    T_world_cam: np.ndarray,
+    min_pixels: int,
+    *,
+    cell_m: float = 0.005,
+    low: float = 0.6,
+    high: float = 0.75,
+    band: tuple[float, float] = (0.55, 0.85),
+    min_share: float = 0.25,
+    min_cells: int = 20,
+    max_band: float = 0.1,
+    max_inside: float = 0.2,
+) -> list[tuple[np.ndarray, float]]:
+    """Split a region into two objects standing side by side when its top view is two plateaus.
+
+    The top-view height field (highest point per ``cell_m`` cell) of one object rises gradually or is one
+    plateau; two objects touching each other (a can lying against a taller one) show a step: cells below
+    ``low`` of the region's top and cells above ``high`` of it, hardly any (``max_band`` of the cells) within
+    ``band``. The lower plateau is an object of its own when its largest connected part holds ``min_share``
+    of the cells (and ``min_cells``) and at most ``max_inside`` of it lies within the higher cells' outline
+    (a bowl's floor lies within its rim). Returns ``[(mask, top)]``: the region, or its two parts."""
+    import cv2
+    from scipy.spatial import Delaunay
+
+    rows, cols = np.nonzero(mask)
+    h = height[rows, cols]
+    top = float(np.percentile(h, 98))
+    whole = [(mask, top)]
+    xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
+    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
+    H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
+    np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
+    occupied = np.isfinite(H)
+    n = int(occupied.sum())
+    lower, upper = occupied & (H < low * top), occupied & (H >= high * top)
+    between = occupied & (H >= band[0] * top) & (H < band[1] * top)
+    if between.sum() > max_band * n or upper.sum() < min_cells:
+        return whole
+    count, comp = cv2.connectedComponents(lower.astype(np.uint8), connectivity=8)
+    if count < 2:
+        return whole
+    sizes = np.bincount(comp[lower])
+    k = int(np.argmax(sizes[1:])) + 1
+    part = comp == k
+    if sizes[k] < max(min_cells, min_share * n):
+        return whole
+    if np.mean(Delaunay(np.argwhere(upper)).find_simplex(np.argwhere(part)) >= 0) > max_inside:
+        return whole
+    in_part = part[ij[:, 0], ij[:, 1]]
+    out = []
+    for sel in (in_part, ~in_part):
+        m = np.zeros_like(mask)
+        m[rows[sel], cols[sel]] = True
+        if sel.sum() < min_pixels:
+            return whole
+        out.append((m, float(np.percentile(h[sel], 98))))
+    return out
 
 
 def _lab(rgb: Sequence[float]) -> np.ndarray:

@@ -199,21 +199,33 @@ def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: in
         centre = points[:, :2].mean(axis=0)
     radius += pad_m
     top = float(np.percentile(points[:, 2], 99.5))
-    r = np.linalg.norm(points[:, :2] - centre, axis=1)
     z = points[:, 2]
+    arc = None
+    side = points[(z > 0.1 * top) & (z < 0.9 * top)]
+    if concave is not True and len(side) >= 30:
+        # A solid's side wall is an arc of the circle: where an occluder hides part of it, the outline
+        # circle (through the visible chord) comes out too small, the arc's curvature does not.
+        c_arc, r_arc, span = _fit_circle_arc(side[:, :2], centre, radius - pad_m)
+        if span >= np.deg2rad(60.0) and radius - pad_m < r_arc <= spread:
+            arc = (c_arc, r_arc)
+        # It may also lie on its side (a can knocked over): a standing cylinder shows a vertical wall and a
+        # flat top, a lying one a surface whose normals sweep through every tilt. Decided before the test
+        # for an open top, which a lying can's curved top fools.
+        if _oblique_share(points) > 0.3:
+            c_s, r_s = arc or (centre, radius)
+            standing = _cylinder_distance(np.linalg.norm(points[:, :2] - c_s, axis=1), z, r_s, 0.0, top)
+            lying, lying_res = _lying_cylinder(points, pad_m)
+            if lying_res < 1.5 * float(np.median(standing)):
+                return lying
+    r = np.linalg.norm(points[:, :2] - centre, axis=1)
     inner = r < 0.5 * radius
     if inner.sum() > 10:  # seen from above: an open top shows points near the axis well below the rim
         concave = bool(np.median(z[inner]) < 0.6 * top)
     elif concave is None:
         concave = False
-    side = points[(z > 0.1 * top) & (z < 0.9 * top)]
-    if not concave and len(side) >= 30:
-        # A solid's side wall is an arc of the circle: where an occluder hides part of it, the outline
-        # circle (through the visible chord) comes out too small, the arc's curvature does not.
-        c_arc, r_arc, span = _fit_circle_arc(side[:, :2], centre, radius - pad_m)
-        if span >= np.deg2rad(60.0) and radius - pad_m < r_arc <= spread:
-            centre, radius = c_arc, r_arc
-            r = np.linalg.norm(points[:, :2] - centre, axis=1)
+    if not concave and arc is not None:
+        centre, radius = arc
+        r = np.linalg.norm(points[:, :2] - centre, axis=1)
     edges = np.linspace(0.0, top, bins + 1)
     prof = np.full(bins + 1, np.nan)
     for i in range(bins):
@@ -246,6 +258,55 @@ def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: in
     mesh.apply_translation(-mesh.bounds.mean(axis=0))
     T = _pose(0.0, [centre[0], centre[1], top / 2])
     return Shape(mesh, T, "rotational", concave, "revolution", "geometric")
+
+
+def _cylinder_distance(
+    radial: np.ndarray, axial: np.ndarray, radius: float, lo: float, hi: float
+) -> np.ndarray:
+    """Distance (m) of points to the surface of a closed cylinder, from their distance to its axis and their
+    coordinate along it (the cylinder spans ``lo`` to ``hi``)."""
+    dr = radial - radius
+    da = np.abs(axial - (lo + hi) / 2) - (hi - lo) / 2
+    inside = (dr <= 0) & (da <= 0)
+    return np.where(inside, np.minimum(-dr, -da), np.hypot(np.maximum(dr, 0), np.maximum(da, 0)))
+
+
+def _oblique_share(points: np.ndarray, radius_m: float = 0.01) -> float:
+    """Share of the points whose surface normal (open3d, from neighbours within ``radius_m``) is neither
+    about horizontal nor about vertical (tilted 17-72 degrees from the vertical)."""
+    import open3d as o3d
+
+    pcd = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
+    pcd.estimate_normals(o3d.geometry.KDTreeSearchParamHybrid(radius=radius_m, max_nn=30))
+    nz = np.abs(np.asarray(pcd.normals)[:, 2])
+    return float(np.mean((nz > 0.3) & (nz < 0.95)))
+
+
+def _lying_cylinder(points: np.ndarray, pad_m: float) -> tuple[Shape, float]:
+    """A cylinder lying on the table (horizontal axis): its diameter the height of its top, its axis along
+    one side of the top view's rectangle (whichever fits better), its axis line the best fit of the
+    cross-section circle to the points. Returns the shape and the median distance of the points to it."""
+    top = max(float(np.percentile(points[:, 2], 99.5)), 0.002)
+    radius = top / 2
+    yaw0, _, _, _ = _fit_rectangle(points[:, :2])
+    best: tuple[float, float, float, float, float] | None = None  # residual, yaw, t0, lo, hi
+    for yaw in (yaw0, yaw0 + np.pi / 2):
+        u = np.array([np.cos(yaw), np.sin(yaw)])
+        a, t = points[:, :2] @ u, points[:, :2] @ [-u[1], u[0]]
+        lo, hi = float(np.percentile(a, 0.5)) - pad_m, float(np.percentile(a, 99.5)) + pad_m
+        for t0 in np.arange(t.min() - radius, t.max() + radius, 0.001):
+            radial = np.hypot(t - t0, points[:, 2] - radius)
+            res = float(np.median(_cylinder_distance(radial, a, radius, lo, hi)))
+            if best is None or res < best[0]:
+                best = (res, float(yaw), float(t0), lo, hi)
+    assert best is not None
+    res, yaw, t0, lo, hi = best
+    u, v = np.array([np.cos(yaw), np.sin(yaw)]), np.array([-np.sin(yaw), np.cos(yaw)])
+    centre = u * (lo + hi) / 2 + v * t0
+    mesh = trimesh.creation.cylinder(radius=radius, height=hi - lo, sections=48)
+    mesh.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0]))  # axis along x
+    T = _pose(yaw, [centre[0], centre[1], radius])
+    return Shape(mesh, T, "box", False, "revolution", "geometric"), res
 
 
 def _mirror(points: np.ndarray, view_dir_xy: np.ndarray | None) -> Shape:

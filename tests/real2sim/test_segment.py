@@ -76,3 +76,54 @@ def test_unknown_back_end_and_missing_settings_are_named(
         grounded_sam2_settings()
     with pytest.raises(SegmentationError, match="SIMPACT_GROUNDING_DINO_CONFIG"):
         segment(frame, table, ["carton"], "grounded_sam2")
+
+
+def cast_frame(
+    meshes: list[Any], eye: np.ndarray, target: np.ndarray, size: tuple[int, int] = (480, 640)
+) -> Frame:
+    """A depth frame of ``meshes`` (world, z up; the first is the table) ray-cast from a pinhole camera at
+    ``eye`` looking at ``target``; ``masks`` holds each pixel's mesh index (0: the table)."""
+    import open3d as o3d
+
+    h, w = size
+    K = np.array([[600.0, 0.0, w / 2], [0.0, 600.0, h / 2], [0.0, 0.0, 1.0]])
+    fwd = (target - eye) / np.linalg.norm(target - eye)
+    right = np.cross(fwd, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    R_world_cam = np.column_stack([right, np.cross(fwd, right), fwd])  # OpenCV axes: x right, y down, z ahead
+    v, u = np.mgrid[0:h, 0:w].astype(np.float64)
+    rays_cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones_like(u)], axis=-1)
+    dirs = rays_cam @ R_world_cam.T
+    scene = o3d.t.geometry.RaycastingScene()
+    tensor: Any = o3d.core.Tensor
+    for m in meshes:
+        scene.add_triangles(
+            tensor(np.asarray(m.vertices, np.float32)), tensor(np.asarray(m.faces, np.uint32))
+        )
+    rays = np.concatenate([np.broadcast_to(eye, dirs.shape), dirs], axis=-1).astype(np.float32)
+    hit = scene.cast_rays(tensor(rays))
+    t = hit["t_hit"].numpy()
+    depth = np.where(np.isfinite(t), t, 0.0).astype(np.float32)  # rays_cam has z = 1: t is the depth
+    ids = hit["geometry_ids"].numpy().astype(np.int32)
+    ids[~np.isfinite(t)] = 0  # nothing hit: like the table, no object
+    return Frame(np.full((h, w, 3), 150, np.uint8), depth, K, masks=ids, mask_names={1: "tall", 2: "lying"})
+
+
+def test_a_can_lying_against_a_taller_one_is_split_from_it() -> None:
+    """No depth edge separates a can lying against a taller can; the step in their top-view heights does."""
+    import trimesh
+
+    table = trimesh.creation.box([1.2, 1.2, 0.02])
+    table.apply_translation([0.0, 0.0, -0.01])
+    tall = trimesh.creation.cylinder(radius=0.05, height=0.13, sections=64)
+    tall.apply_translation([0.0, 0.0, 0.065])
+    lying = trimesh.creation.cylinder(radius=0.033, height=0.1, sections=64)
+    lying.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1, 0, 0]))  # axis along y
+    lying.apply_translation([-0.02, -0.1, 0.033])  # its end touches the tall can's wall
+    frame = cast_frame([table, tall, lying], np.array([-0.7, -0.25, 0.45]), np.array([0.0, -0.05, 0.05]))
+    clusters = find_clusters(frame, fit_table(frame))
+    assert frame.masks is not None and len(clusters) == 2
+    for obj_id in (1, 2):
+        truth = frame.masks == obj_id
+        iou = max((c.mask & truth).sum() / (c.mask | truth).sum() for c in clusters)
+        assert iou > 0.8, (obj_id, iou)

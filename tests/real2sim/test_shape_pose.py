@@ -110,3 +110,21 @@ def test_a_can_half_hidden_by_an_occluder_keeps_its_diameter() -> None:
     assert np.all(np.abs(diameter / 0.066 - 1) <= 0.05), diameter  # the outline circle: 17 % short
     assert shape.T_world_obj is not None
     assert np.linalg.norm(shape.T_world_obj[:2, 3] - [0.5, 0.0]) < 0.008
+
+
+def test_a_can_lying_on_its_side_is_a_lying_cylinder() -> None:
+    """Its curved top fools a standing fit (a squat, wide can); the tilted normals tell it is lying."""
+    can = trimesh.creation.cylinder(radius=0.033, height=0.1, sections=96)
+    can.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0]))  # axis along x
+    can.apply_transform(trimesh.transformations.rotation_matrix(0.7, [0, 0, 1]))
+    can.apply_translation([0.5, 0.0, 0.033])
+    pts = visible_points(can, EYE) + np.random.default_rng(0).normal(0.0, 0.0007, (3000, 3))
+    shape = complete_shape(pts, "tomato soup can")
+    assert shape.kind == "revolution" and not shape.concave and shape.mesh.is_watertight
+    assert np.allclose(np.sort(shape.mesh.extents), [0.066, 0.066, 0.1], rtol=0.05), shape.mesh.extents
+    assert shape.T_world_obj is not None
+    assert np.linalg.norm(shape.T_world_obj[:3, 3] - [0.5, 0.0, 0.033]) < 0.005
+    axis = shape.T_world_obj[:3, :3] @ np.eye(3)[int(np.argmax(shape.mesh.extents))]
+    assert abs(axis @ [np.cos(0.7), np.sin(0.7), 0.0]) > 0.99  # along the can's axis
+    est = estimate_pose(shape.mesh, pts, init=shape.T_world_obj, symmetry=shape.symmetry)
+    assert est.rmse_m < 0.002
