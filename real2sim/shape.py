@@ -320,6 +320,11 @@ def _mirror(points: np.ndarray, view_dir_xy: np.ndarray | None) -> Shape:
     silhouette = (t <= lo) | (t >= hi)
     s_c = float(np.median(s[silhouette]))
     s_c = max(s_c, float(np.percentile(s, 50)))
+    neck = points[:, 2] >= 0.9 * float(np.percentile(points[:, 2], 99.5))
+    if neck.sum() >= 10 and np.ptp(t[neck]) < 0.8 * (hi - lo):
+        # A top narrower than the body (a bottle's neck and cap) stands on the symmetry plane: seen from the
+        # bottle's narrow side, the silhouette's depth is only that of its rounded front.
+        s_c = max(s_c, float(np.mean(np.percentile(s[neck], [5, 95]))))
     mirrored = points.copy()
     mirrored[:, :2] += np.outer(2 * (s_c - s), v)
     floor = np.vstack([points, mirrored])

@@ -128,3 +128,24 @@ def test_a_can_lying_on_its_side_is_a_lying_cylinder() -> None:
     assert abs(axis @ [np.cos(0.7), np.sin(0.7), 0.0]) > 0.99  # along the can's axis
     est = estimate_pose(shape.mesh, pts, init=shape.T_world_obj, symmetry=shape.symmetry)
     assert est.rmse_m < 0.002
+
+
+def test_a_bottle_seen_from_its_narrow_side_is_mirrored_about_its_neck() -> None:
+    """A flat bottle seen edge-on shows its rounded front: the surface turning away from the camera is lost
+    (grazing depth), so the silhouette lies well in front of the axis; its neck and cap, seen from above,
+    stand on the axis."""
+    body = trimesh.creation.cylinder(radius=1.0, height=0.15, sections=64)
+    body.apply_scale([0.0475, 0.029, 1.0])  # 0.095 deep along the view, 0.058 wide
+    neck = trimesh.creation.cylinder(radius=0.012, height=0.04, sections=32)
+    neck.apply_translation([0.0, 0.0, 0.095])
+    bottle = trimesh.util.concatenate([body, neck])
+    bottle.apply_translation([0.5, 0.0, 0.075])
+    pts, faces = trimesh.sample.sample_surface(bottle, 20000, seed=0)
+    normals = bottle.face_normals[faces]
+    to_eye = (EYE - pts) / np.linalg.norm(EYE - pts, axis=1, keepdims=True)
+    seen = np.einsum("ij,ij->i", normals, to_eye) > 0.4
+    seen &= ~((pts[:, 2] < 0.16) & (normals[:, 2] > 0.9))  # the shoulders (here the body's top) hardly show
+    shape = complete_shape(pts[seen], "mustard bottle", view_dir_xy=np.array([-1.0, 0.0]))
+    assert shape.kind == "mirror" and shape.mesh.is_watertight and shape.T_world_obj is not None
+    depth = shape.mesh.extents @ np.abs(shape.T_world_obj[:3, :3].T @ [1.0, 0.0, 0.0])  # along the view
+    assert abs(depth / 0.095 - 1) < 0.08, shape.mesh.extents  # mirrored about the silhouette: 0.085
