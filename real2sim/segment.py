@@ -474,6 +474,64 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
     return {int(i): labels[int(j)] for i, j in zip(rows, cols)}
 
 
+def _numbered_copies(labels: Sequence[str]) -> list[str]:
+    """The labels naming numbered copies of one object (``bean_00``, ``bean_01``, ...): at least two labels
+    that differ only in a trailing number; those of the largest such group, in their order."""
+    groups: dict[str, list[str]] = {}
+    for lab in labels:
+        m = re.fullmatch(r"(.*?)[_ ]?\d+", lab.strip())
+        if m and m.group(1):
+            groups.setdefault(_normalise(m.group(1)), []).append(lab)
+    best = max(groups.values(), key=len, default=[])
+    return best if len(best) >= 2 else []
+
+
+def _split_into_pieces(
+    masks: Sequence[np.ndarray], n: int, frame: Frame, table: TablePlane, cell_m: float = 0.002
+) -> list[np.ndarray]:
+    """Cut regions into ``n`` pieces of about equal top-view footprint: each region gets pieces in proportion
+    to its footprint (occupied ``cell_m`` cells), found by k-means on those cells (each counts once, however
+    many pixels see it); every pixel goes to the nearest piece."""
+    from scipy.cluster.vq import kmeans2
+
+    if not masks or n <= 0:
+        return []
+    pts, _ = camera_points(frame, 1)
+    T = table.T_world_cam
+    xys, cells = [], []
+    for mask in masks:
+        xy = pts[mask] @ T[:2, :3].T + T[:2, 3]
+        xys.append(xy)
+        cells.append((np.unique(np.floor(xy / cell_m).astype(np.int64), axis=0) + 0.5) * cell_m)
+    share = n * np.array([len(c) for c in cells], dtype=np.float64) / sum(len(c) for c in cells)
+    k = np.maximum(np.floor(share).astype(int), 1)
+    for i in np.argsort(-(share - k), kind="stable")[: max(n - int(k.sum()), 0)]:
+        k[i] += 1  # largest remainders first
+    while k.sum() > n and (k > 1).any():
+        k[int(np.argmax(k))] -= 1
+    out = []
+    for mask, xy, c, k_i in zip(masks, xys, cells, k):
+        if k_i <= 1 or len(c) < 2 * k_i:
+            out.append(mask)
+            continue
+        best = None  # k-means from a few seeded starts, the tightest kept
+        for seed in range(5):
+            centres, near = kmeans2(c, int(k_i), minit="++", seed=seed)
+            inertia = float(np.sum((c - centres[near]) ** 2))
+            if best is None or inertia < best[0]:
+                best = (inertia, centres)
+        assert best is not None
+        centres = best[1]
+        nearest = np.argmin(np.linalg.norm(xy[:, None, :] - centres[None], axis=2), axis=1)
+        rows, cols = np.nonzero(mask)
+        for j in range(int(k_i)):
+            piece = np.zeros_like(mask)
+            piece[rows[nearest == j], cols[nearest == j]] = True
+            if piece.any():
+                out.append(piece)
+    return out
+
+
 def _segment_geometric(
     frame: Frame,
     table: TablePlane,
@@ -500,7 +558,21 @@ def _segment_geometric(
             )
         score = 0.9
     else:
-        mapping = _assign_by_hints(clusters, solid)
+        copies = _numbered_copies(solid)
+        others = [lab for lab in solid if lab not in copies]
+        mapping = _assign_by_hints(clusters, others)
+        rest = [i for i in range(len(clusters)) if i not in mapping]
+        if copies and len(rest) < len(copies):
+            # Numbered copies of one small object (bean_00 ... bean_19) touching each other come out as a
+            # few regions: cut what the other labels left into as many pieces of equal footprint.
+            pieces = _split_into_pieces([clusters[i].mask for i in rest], len(copies), frame, table)
+            for lab, piece in zip(copies, pieces):
+                clusters.append(Cluster(piece, int(piece.sum()), 0.0, (0.0, 0.0), (0, 0, 0)))
+                mapping[len(clusters) - 1] = lab
+        else:
+            mapping.update(
+                {rest[i]: lab for i, lab in _assign_by_hints([clusters[i] for i in rest], copies).items()}
+            )
         score = 0.5
     found: dict[str, Segment] = {}
     for i, lab in sorted(mapping.items()):

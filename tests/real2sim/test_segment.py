@@ -127,3 +127,19 @@ def test_a_can_lying_against_a_taller_one_is_split_from_it() -> None:
         truth = frame.masks == obj_id
         iou = max((c.mask & truth).sum() / (c.mask | truth).sum() for c in clusters)
         assert iou > 0.8, (obj_id, iou)
+
+
+def test_numbered_copies_touching_each_other_are_cut_into_pieces() -> None:
+    """The 20 beans of the sweeping task overlap in the image column by column: four regions for twenty
+    labels. Cut into twenty pieces of equal footprint, each piece is one bean."""
+    from scipy.optimize import linear_sum_assignment
+
+    frame, scene = render_task("sweeping")
+    labels = [o.name for o in scene.objects]
+    segs = segment(frame, fit_table(frame), labels)
+    beans = [s for s in segs if s.label.startswith("bean_")]
+    assert frame.masks is not None and len(beans) == 20
+    truth = [frame.masks == i for i, name in frame.mask_names.items() if name.startswith("bean_")]
+    iou = np.array([[(s.mask & t).sum() / (s.mask | t).sum() for t in truth] for s in beans])
+    rows, cols = linear_sum_assignment(-iou)
+    assert np.all(iou[rows, cols] > 0.7), np.round(iou[rows, cols], 2)
