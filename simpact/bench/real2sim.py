@@ -4,7 +4,8 @@ Rendered frames: each task's nominal scene (and more seeds on request) rendered 
 with the true scene as the answer: per object the position error of the bounding-box centre (cm), the
 rotation error (deg, symmetry-aware: a box's 180° turns about its axes and any relabelling of equal edges
 count as no error; for a cylinder or bowl only the tilt of its axis counts), the extent error (largest
-relative error over the three edges, %) and the IoU of the segment with the rendered mask.
+relative error over the three edges, %), the IoU of the segment with the rendered mask and the object's
+visible pixels in it (``visible_px``: 0 for an object hidden from the camera, listed as not visible).
 
 Real frames (``<shared data>/rgbd``, skipped with a reason when absent): objects found among those present,
 each object's extents (edges sorted, so orientation-free) against its reference, named per row
@@ -189,6 +190,7 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
         if est is not None and est != name:
             entry["matched"] = est
         gt_mask = frame.masks == ids[name] if name in ids else np.zeros(frame.masks.shape, bool)
+        entry["visible_px"] = int(gt_mask.sum())  # 0: hidden from the camera, nothing to find
         entry["mask_iou"] = _iou(masks[est], gt_mask) if est in masks else 0.0
         if est is not None:
             g = result.geometries[est]
@@ -396,6 +398,12 @@ def run_real2sim_bench(
             sum(o["found"] for r in rendered for o in r.get("objects", {}).values()),
             sum(len(r.get("objects", {})) for r in rendered),
         ],
+        "rendered_not_visible": [
+            f"{r['frame']}: {name}"
+            for r in rendered
+            for name, o in r.get("objects", {}).items()
+            if o.get("visible_px") == 0
+        ],
         "real": {
             "extent_pct": _summary(values(real_frames, "extent_pct")),
             "support_gap_cm": _summary([abs(v) for v in values(real_frames, "support_gap_cm")]),
@@ -442,7 +450,7 @@ def format_table(result: dict[str, Any]) -> str:
             def f(key: str, fmt: str, o: dict[str, Any] = o) -> str:
                 return format(o[key], fmt) if key in o else "-"
 
-            found = "" if o["found"] else " (not found)"
+            found = "" if o["found"] else " (not visible)" if o.get("visible_px") == 0 else " (not found)"
             errors = (
                 f"{f('position_cm', '7.2f'):>7} {f('rotation_deg', '8.1f'):>8} {f('extent_pct', '6.1f'):>6}"
             )

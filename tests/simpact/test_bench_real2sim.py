@@ -83,8 +83,9 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch:
     for name in ("carton", "blue_box"):
         o = record["objects"][name]
         assert o["found"] and o["position_cm"] <= 1.0 and o["extent_pct"] <= 10.0 and o["mask_iou"] > 0.8, o
+        assert o["visible_px"] > 1000
     assert result["targets_met"]["rendered_position_cm"] and result["targets_met"]["rendered_extent_pct"]
-    assert "carton" in format_table(result)
+    assert "carton" in format_table(result) and result["summary"]["rendered_not_visible"] == []
     if not real:
         pytest.skip("shared data absent (set SIMPACT_SHARED_DATA): real frame part not run")
     mustard_frame, bowl_frame = result["real"]
