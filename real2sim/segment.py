@@ -10,7 +10,10 @@ in the order of ``labels``; a label with no segment is left out (the caller repo
   ("green bowl", "small box"), known or typical objects' sizes ("tomato soup can", "mug"), shape words
   against the region's top-view outline (box vs can); labels without any cue take the remaining regions
   in decreasing size (first label = largest region). Labels naming something flat (:data:`FLAT_WORDS`:
-  "red square", "blue mat") are found instead as the largest table patch of the colour they name.
+  "red square", "blue mat") are found instead as the largest table patch of the colour they name. A region
+  whose top view is two plateaus with a step between them (a can lying against a taller one) is split in
+  two; numbered copies of one object (``bean_00`` ... ``bean_19``) left with fewer regions than labels get
+  those regions cut into as many pieces of equal footprint.
 - ``masks``: the masks that came with the frame (e.g. rendered ground truth), matched to labels by name.
 - ``grounded_sam2``: GroundingDINO boxes for the labels, refined into masks by SAM 2, loaded from local
   checkpoints named by environment variables (see :func:`grounded_sam2_settings`); nothing downloads.

@@ -8,11 +8,13 @@ closed, watertight :class:`Shape` whose mesh is in the object frame, centred on 
 - ``box`` (boxes, cartons, blocks, books): an oriented box whose bottom is on the table; its footprint is the
   minimum-area rectangle of the points seen from above, its height the highest point;
 - ``revolution`` (cans, cups, mugs, bowls, jars): a surface of revolution about the vertical axis; the axis is
-  a circle fit to the outline of the points seen from above, the profile the outermost radius per height;
-  open containers (bowls, mugs, cups) get a wall and a floor and are marked ``concave``;
+  a circle fit to the outline of the points seen from above (for solids, to the side wall's arc itself when
+  that is larger: an occluder hides part of the arc), the profile the outermost radius per height; open
+  containers (bowls, mugs, cups) get a wall and a floor and are marked ``concave``; a solid whose surface
+  normals sweep through oblique tilts and that a horizontal cylinder fits is a cylinder lying on its side;
 - ``mirror`` (anything else: bottles, tools, fruit): the convex hull of the points, their reflection through
-  the vertical plane of the visible silhouette (perpendicular to the viewing direction) and their footprint
-  on the table.
+  the vertical plane of the visible silhouette (perpendicular to the viewing direction), or through the
+  plane of a narrower top (a bottle's neck) when that lies farther, and their footprint on the table.
 
 The kind comes from words in the label when it has one of them, otherwise from whichever of the box and
 the circle fits the outline better.
