@@ -415,8 +415,9 @@ def run_real2sim_bench(
         "seconds_per_frame": _summary(seconds),
     }
 
-    def within(stats: dict[str, float] | None, target: str) -> bool:
-        return stats is not None and stats["max"] <= TARGETS[target]
+    def within(stats: dict[str, float] | None, target: str) -> bool | None:
+        """Whether the worst value meets the target; None when nothing was measured (e.g. ``--no-real``)."""
+        return None if stats is None else stats["max"] <= TARGETS[target]
 
     met = {
         "rendered_position_cm": within(_summary(values(rendered, "position_cm")), "rendered_position_cm"),
@@ -485,7 +486,8 @@ def cmd_bench_real2sim(args: Any) -> None:
     print(format_table(result))
     if result["real_skipped"]:
         print(f"real frames skipped: {result['real_skipped']}")
-    met = ", ".join(f"{k} {'met' if v else 'MISSED'}" for k, v in result["targets_met"].items())
+    verdicts = {True: "met", False: "MISSED", None: "not measured"}
+    met = ", ".join(f"{k} {verdicts[v]}" for k, v in result["targets_met"].items())
     print(f"bench real2sim: {met} -> {out / 'result.json'}")
 
 

@@ -87,7 +87,9 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch:
     assert result["targets_met"]["rendered_position_cm"] and result["targets_met"]["rendered_extent_pct"]
     assert "carton" in format_table(result) and result["summary"]["rendered_not_visible"] == []
     if not real:
+        assert result["targets_met"]["real_extent_pct"] is None  # not measured, not missed
         pytest.skip("shared data absent (set SIMPACT_SHARED_DATA): real frame part not run")
+    assert result["targets_met"]["real_extent_pct"] is True
     mustard_frame, bowl_frame = result["real"]
     mustard = mustard_frame["objects"]["mustard_bottle"]
     assert mustard["found"] and mustard["extent_pct"] <= 20.0 and abs(mustard["support_gap_cm"]) < 2.0
