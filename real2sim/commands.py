@@ -200,7 +200,7 @@ def _in_task_shape(obj: Any, task_obj: Any) -> Any:
 
     import numpy as np
 
-    from real2sim.pipeline import _rotation
+    from simpact.rotations import quat_to_matrix
 
     extent = np.asarray(obj.size, dtype=float)
     radius = float(extent[:2].mean() / 2)
@@ -215,7 +215,7 @@ def _in_task_shape(obj: Any, task_obj: Any) -> Any:
             obj, shape="sphere", size=(float(extent.mean() / 2),), mesh=None, convex_decomposition=None
         )
     if task_obj.shape == "bowl":
-        down = _rotation(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, extent[2] / 2])
+        down = quat_to_matrix(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, extent[2] / 2])
         return replace(
             obj,
             shape="bowl",

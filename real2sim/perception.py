@@ -24,6 +24,7 @@ from real2sim.segment import AssignFn, segment
 from real2sim.shape import ShapeError, complete_shape
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
+from simpact.rotations import matrix_to_quat
 
 __all__ = ["Perception", "object_points", "perceive"]
 
@@ -74,14 +75,6 @@ def object_points(
     T = table.T_world_cam
     p = p_cam @ T[:3, :3].T + T[:3, 3]
     return p[p[:, 2] > min_height_m]
-
-
-def _quat_wxyz(R: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return q if q[0] >= 0 else -q
 
 
 def perceive(
@@ -155,7 +148,7 @@ def perceive(
                 label=seg.label,
                 mesh=shp.mesh,
                 position=T[:3, 3].copy(),
-                quaternion=_quat_wxyz(T[:3, :3]),
+                quaternion=matrix_to_quat(T[:3, :3]),
                 extent=np.asarray(shp.mesh.extents, dtype=np.float64),
                 points_world=pts,
                 symmetry=shp.symmetry,

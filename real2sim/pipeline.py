@@ -44,6 +44,7 @@ from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.physics import PhysicsEstimate, estimate_physics
 from real2sim.types import ObjectGeometry, PhysicalParameters
 from simpact.jsonio import write_json
+from simpact.rotations import matrix_to_quat, quat_to_matrix
 
 __all__ = [
     "ROBOT_REACH_X",
@@ -138,29 +139,9 @@ class Real2SimResult:
 # --- geometry helpers -----------------------------------------------------------------------------------
 
 
-def _rotation(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def _quat_from_matrix(R: np.ndarray) -> np.ndarray:
-    import trimesh
-
-    M = np.eye(4)
-    M[:3, :3] = R
-    q = trimesh.transformations.quaternion_from_matrix(M)  # (w, x, y, z)
-    return np.asarray(q if q[0] >= 0 else -q, dtype=float)
-
-
 def world_vertices(g: ObjectGeometry) -> np.ndarray:
     """The posed mesh's vertices in the world frame (m)."""
-    return np.asarray(g.mesh.vertices) @ _rotation(g.quaternion).T + np.asarray(g.position, dtype=float)
+    return np.asarray(g.mesh.vertices) @ quat_to_matrix(g.quaternion).T + np.asarray(g.position, dtype=float)
 
 
 def _moved(g: ObjectGeometry, shift: np.ndarray) -> ObjectGeometry:
@@ -177,7 +158,7 @@ def _transformed(g: ObjectGeometry, T: np.ndarray) -> ObjectGeometry:
     return dataclasses.replace(
         g,
         position=R @ np.asarray(g.position, dtype=float) + T[:3, 3],
-        quaternion=_quat_from_matrix(R @ _rotation(g.quaternion)),
+        quaternion=matrix_to_quat(R @ quat_to_matrix(g.quaternion)),
         points_world=np.asarray(g.points_world, dtype=float) @ R.T + T[:3, 3],
     )
 

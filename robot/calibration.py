@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from simpact.rotations import rigid_transform_problem
+from simpact.rotations import matrix_to_quat, quat_to_matrix, rigid_transform_problem
 
 __all__ = [
     "MODES",
@@ -675,17 +675,7 @@ def collect_views(
 
 def _pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
     """4x4 pose from a position (m) and a (w, x, y, z) quaternion."""
-    from scipy.spatial.transform import Rotation
-
-    w, x, y, z = np.asarray(quaternion, dtype=np.float64)
-    return _make(np.asarray(Rotation.from_quat([x, y, z, w]).as_matrix()), np.asarray(position, float))
-
-
-def _wxyz(R: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    return np.array([w, x, y, z])
+    return _make(quat_to_matrix(quaternion), np.asarray(position, float))
 
 
 def collect_with_robot(
@@ -714,14 +704,14 @@ def collect_with_robot(
         poses = calibration_poses(start, views, np.random.default_rng(seed))
 
         def move_to(T: np.ndarray) -> np.ndarray:
-            robot.move_to(T[:3, 3], _wxyz(T[:3, :3]), speed)
+            robot.move_to(T[:3, 3], matrix_to_quat(T[:3, :3]), speed)
             time.sleep(settle_s)
             return _pose(*robot.tcp_pose())
 
         try:
             return collect_views(move_to, camera, poses, out_dir, spec, mode, progress)
         finally:
-            robot.move_to(start[:3, 3], _wxyz(start[:3, :3]), speed)
+            robot.move_to(start[:3, 3], matrix_to_quat(start[:3, :3]), speed)
 
 
 def solve_from_dir(

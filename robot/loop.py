@@ -53,6 +53,7 @@ import numpy as np
 from robot.base import RobotBase, RobotError
 from robot.camera import Camera
 from simpact.jsonio import write_json
+from simpact.rotations import matrix_to_quat, quat_to_matrix
 
 __all__ = [
     "EXIT_STAGE_FAILED",
@@ -269,25 +270,6 @@ def _signed_permutations() -> list[np.ndarray]:
     return out
 
 
-def _matrix(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = q
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def _quaternion(R: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    q = np.array([w, x, y, z])
-    return q if q[0] >= 0 else -q
-
-
 def align_orientation(
     q_before: np.ndarray, size_before: np.ndarray, q_after: np.ndarray, size_after: np.ndarray
 ) -> np.ndarray:
@@ -297,7 +279,7 @@ def align_orientation(
     symmetries (a carton lying down is an upright box with other extents). Among the 24 relabellings of the
     after-box's axes, keep those whose extents match the before-box's axis for axis (within 1.5 cm of the
     best match), and of these the one closest to the before-orientation."""
-    R_before, R_after = _matrix(np.asarray(q_before, float)), _matrix(np.asarray(q_after, float))
+    R_before, R_after = quat_to_matrix(q_before), quat_to_matrix(q_after)
     size_before, size_after = np.asarray(size_before, float), np.asarray(size_after, float)
     scored = []
     for P in _signed_permutations():
@@ -307,7 +289,7 @@ def align_orientation(
         scored.append((mismatch, angle, R))
     best = min(m for m, _, _ in scored)
     _, _, R = min((s for s in scored if s[0] <= best + 0.015), key=lambda s: s[1])
-    return _quaternion(R)
+    return matrix_to_quat(R)
 
 
 def observed_rollout(

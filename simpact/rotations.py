@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-__all__ = ["quat_about_z", "quat_conj", "quat_mul", "quat_rotate", "quat_to_rpy", "tilt_angle"]
+__all__ = [
+    "matrix_to_quat",
+    "quat_about_z",
+    "quat_conj",
+    "quat_mul",
+    "quat_rotate",
+    "quat_to_matrix",
+    "quat_to_rpy",
+    "tilt_angle",
+]
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -40,6 +50,22 @@ def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=float)
     t = 2.0 * np.cross(u, v)
     return v + w * t + np.cross(u, t)
+
+
+def quat_to_matrix(q: ArrayLike) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of quaternions (..., 4), normalised first."""
+    from scipy.spatial.transform import Rotation
+
+    wxyz = np.asarray(q, dtype=float)
+    return np.asarray(Rotation.from_quat(wxyz[..., [1, 2, 3, 0]]).as_matrix())
+
+
+def matrix_to_quat(R: ArrayLike) -> np.ndarray:
+    """Unit quaternions (..., 4) with w >= 0 of rotation matrices (..., 3, 3)."""
+    from scipy.spatial.transform import Rotation
+
+    q = np.asarray(Rotation.from_matrix(np.asarray(R, dtype=float)).as_quat())[..., [3, 0, 1, 2]]
+    return np.where(q[..., :1] < 0, -q, q)
 
 
 def quat_to_rpy(q: np.ndarray) -> np.ndarray:

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.rotations import quat_to_matrix
+
 __all__ = [
     "TARGETS",
     "ground_truth_box",
@@ -47,21 +49,10 @@ TARGETS = {
 }
 
 
-def _rotation(q: Sequence[float] | np.ndarray) -> np.ndarray:
-    w, x, y, z = np.asarray(q, dtype=float) / np.linalg.norm(q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
 def ground_truth_box(obj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """A task object's oriented bounding box: centre (3,) m, rotation (3, 3), extent (3,) m, and its
     symmetry (``box``, ``rotational`` about its z axis, ``sphere``, ``none``)."""
-    R = _rotation(obj.quaternion)
+    R = quat_to_matrix(obj.quaternion)
     p = np.asarray(obj.position, dtype=float)
     if obj.shape == "box":
         return p, R, np.asarray(obj.size, dtype=float), "box"
@@ -116,7 +107,7 @@ def pose_errors(
     the estimate's edges ``P``-permuted with the truth's; the relabellings whose extent error is within 2 %
     of the best are equally valid answers, and the rotation error is the smallest among them (for
     ``rotational`` symmetry: the angle between the axes that play the truth's z; ``sphere``: 0)."""
-    R = _rotation(quaternion)
+    R = quat_to_matrix(quaternion)
     est = np.asarray(extent, dtype=float)
     candidates = []
     for P in _AXES:
