@@ -15,7 +15,8 @@ import pytest
 
 import robot.loop as loop
 from robot.camera import CameraError
-from robot.loop import InstructionTask, LoopConfig, align_orientation, observed_rollout, run_loop
+from robot.judge import align_orientation, observed_rollout
+from robot.loop import InstructionTask, LoopConfig, run_loop
 from robot.simworld import SimWorld
 from simpact.actions import Plan
 from simpact.cli import main
