@@ -1,5 +1,6 @@
 """The closed loop (robot.loop) in the simulated stand-in world (robot.simworld): replanning until the judge
-says success, dry runs, a failed stage saved and named, and the judge's view of real2sim's boxes."""
+says success, dry runs, a failed stage saved and named, and the judge's view of real2sim's boxes; and on a
+Franka (franky-sim) with recorded bundles as the camera: a dry run and a run that moves."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from robot.loop import InstructionTask, LoopConfig, run_loop
 from robot.simworld import SimWorld
 from simpact.actions import Plan
 from simpact.cli import main
-from simpact.rotations import quat_about_z, tilt_angle
+from simpact.rotations import quat_about_z, quat_mul, tilt_angle
 from simpact.tasks import load_task
 from simpact.vlm import VLM, VLMAnswer
 
@@ -201,6 +202,77 @@ def test_a_franka_dry_run_plans_from_the_task_start_without_moving(
     assert plan["start_pose"]["position"] == pytest.approx([0.36, 0.0, 0.25], abs=1e-4)
     with FrankaRobot(fresh_franky_sim.host, realtime=False) as franka:
         assert np.linalg.norm(franka.tcp_pose()[0] - home) < 1e-4
+
+
+@pytest.mark.slow
+def test_a_franka_run_moves_the_robot_through_every_stage(tmp_path: Path, fresh_franky_sim: Any) -> None:
+    """--host for real: the Franka (franky-sim) goes to the task's start, executes the reference plan and
+    retreats there; the camera replays rendered frames of the task's scene. franky-sim simulates no carton,
+    so the after-frame is the before-frame and the judge's verdict is failure (recorded, not a failed stage).
+    Plans and transits run at 0.5 m/s to keep it short, as in test_franka_sim.py."""
+    from real2sim.frame import write_frame_bundle
+    from robot.camera import BundlePlayer
+    from robot.franka import FrankaRobot
+    from robot.safety import HOME_TCP_QUATERNION, SafetyLimits
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.world import MujocoWorld
+
+    task = load_task(TASK)
+    frame = render_frame(MujocoWorld(task.scene(0)))
+    bundles = [write_frame_bundle(frame, tmp_path / "frames" / name) for name in ("0_before", "1_after")]
+    camera = BundlePlayer(bundles)
+    franka = FrankaRobot(fresh_franky_sim.host, SafetyLimits(max_speed=0.5), realtime=False)
+    config = LoopConfig(attempts=1, planner="reference", speed=0.5, transit_speed=0.5, settle_s=0.0)
+    out = tmp_path / "run"
+    result = run_loop(camera, franka, task, out, config)
+    assert not franka.connected and camera.index == len(camera) == 2
+
+    saved = read(out / "result.json")
+    assert (saved["stopped"], saved["failed_stage"], saved["robot_stopped"]) == (
+        "attempts exhausted",
+        None,
+        False,
+    )
+    assert (saved["success"], saved["dry_run"], saved["n_attempts"]) == (False, None, 1)
+    (attempt,) = saved["attempts"]
+    stages = ["capture", "real2sim", "plan", "validate", "execute", "retreat", "capture_after"]
+    stages += ["real2sim_after", "judge"]
+    assert attempt["stages_done"] == stages and attempt["failed_stage"] is None and attempt["error"] is None
+    assert attempt["success"] is False and result.success is False
+    # franky-sim starts at the planner's home, not at the task's start: the robot went there first
+    assert "transit_to_start" in attempt
+
+    adir = out / "attempt_1"
+    for name in ("frame_before", "frame_after"):
+        assert (adir / name / "rgb.png").is_file() and (adir / name / "depth.npy").is_file()
+    for name in ("real2sim", "real2sim_after"):
+        assert (adir / name / "scene.json").is_file()
+    assert (adir / "plan.json").is_file() and (adir / "planning" / "result.json").is_file()
+    execution = read(adir / "execution" / "result.json")
+    assert execution["executed"] is True and execution["validation"]["ok"] is True
+    errors = execution["waypoint_errors_m"]
+    assert len(errors) >= len(read(adir / "plan.json")["actions"])
+    assert max(errors) <= 0.005, errors
+
+    judgement = read(adir / "judgement.json")
+    assert (judgement["judge"], judgement["success"]) == ("task", False)
+    assert judgement["task_check"]["success"] is False
+    assert "ground_truth" not in judgement  # no oracle on a robot
+    before, after = judgement["observed"]["before"], judgement["observed"]["after"]
+    assert before["carton"]["position"] == pytest.approx(after["carton"]["position"], abs=1e-6)
+
+    # the retreat left the robot at the capture pose, the task's robot start
+    capture = saved["capture_pose"]
+    begin = task.nominal_scene.robot
+    assert capture["position"] == pytest.approx(list(begin.position), abs=1e-6)
+    assert attempt["retreat_path"][-1] == pytest.approx(capture["position"], abs=1e-4)
+    with FrankaRobot(fresh_franky_sim.host, realtime=False) as franka:
+        position, quaternion = franka.tcp_pose()
+        width = franka.gripper_width()
+    assert np.linalg.norm(position - np.asarray(capture["position"])) < 0.005, position
+    expected = quat_mul(quat_about_z(begin.yaw), np.asarray(HOME_TCP_QUATERNION))
+    assert abs(float(np.dot(quaternion, expected))) > math.cos(math.radians(1.0) / 2)
+    assert width == pytest.approx(capture["gripper_width"], abs=0.003)
 
 
 class PushingVLM(VLM):
