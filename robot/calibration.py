@@ -678,6 +678,26 @@ def _pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
     return _make(quat_to_matrix(quaternion), np.asarray(position, float))
 
 
+REST_TOLERANCE = (0.1, 0.01)
+"""Pose change (mm, deg) over one settling interval below which the robot counts as at rest."""
+
+
+def _at_rest(
+    pose: Callable[[], np.ndarray], settle_s: float, sleep: Callable[[float], None], tries: int = 20
+) -> np.ndarray:
+    """The robot's pose once it has stopped moving: read ``pose()`` every ``settle_s`` s until two readings
+    agree within :data:`REST_TOLERANCE`, so that the image taken next matches the recorded pose."""
+    last = pose()
+    for _ in range(tries):
+        sleep(settle_s)
+        now = pose()
+        dt, dr = _pose_error(last, now)
+        if dt <= REST_TOLERANCE[0] and dr <= REST_TOLERANCE[1]:
+            return now
+        last = now
+    raise CalibrationError(f"the robot did not come to rest within {tries * settle_s:.1f} s")
+
+
 def collect_with_robot(
     robot: Any,
     camera: Any,
@@ -693,8 +713,9 @@ def collect_with_robot(
     """Collect ``views`` views with a robot (a :class:`robot.base.RobotBase`, connected here) and a camera.
 
     The poses are :func:`calibration_poses` around the tool pose the robot holds when called (seeded by
-    ``seed``); each move runs at ``speed`` m/s through the robot's safety limits, then waits ``settle_s`` s
-    for vibrations to die down before the image. The robot returns to its start pose at the end."""
+    ``seed``); each move runs at ``speed`` m/s through the robot's safety limits, then the image waits until
+    two pose readings ``settle_s`` s apart agree (the robot is at rest). The robot returns to its start pose
+    at the end."""
     import time
 
     if views < 3:
@@ -705,8 +726,7 @@ def collect_with_robot(
 
         def move_to(T: np.ndarray) -> np.ndarray:
             robot.move_to(T[:3, 3], matrix_to_quat(T[:3, :3]), speed)
-            time.sleep(settle_s)
-            return _pose(*robot.tcp_pose())
+            return _at_rest(lambda: _pose(*robot.tcp_pose()), settle_s, time.sleep)
 
         try:
             return collect_views(move_to, camera, poses, out_dir, spec, mode, progress)

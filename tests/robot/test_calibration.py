@@ -309,3 +309,17 @@ def test_board_spec_is_checked() -> None:
         CharucoBoardSpec(dictionary="DICT_NOPE").board()
     with pytest.raises(CalibrationError, match="unknown fields"):
         CharucoBoardSpec.from_dict({"squares": 5})
+
+
+def test_views_wait_until_the_robot_is_at_rest() -> None:
+    from robot.calibration import _at_rest
+
+    readings = iter(
+        [make([0, 0, 0], [0.0, 0, 0.1 * k]) for k in range(5)] + [make([0, 0, 0], [0.0, 0, 0.4])] * 3
+    )
+    waits: list[float] = []
+    pose = _at_rest(lambda: next(readings), 0.2, waits.append)
+    assert np.allclose(pose[:3, 3], [0, 0, 0.4]) and waits == [0.2] * 5  # still once two readings agree
+    drifting = (make([0, 0, 0], [0.0, 0, 0.001 * k]) for k in range(100))
+    with pytest.raises(CalibrationError, match="did not come to rest"):
+        _at_rest(lambda: next(drifting), 0.1, lambda s: None, tries=5)
