@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -10,22 +9,8 @@ import pytest
 
 from real2sim.labels import LabelError, object_name, parse_labels, resolve_labels, vlm_assigner, vlm_labels
 from simpact.tasks import load_task
-from simpact.vlm import VLM, VLMAnswer
 
-
-class ScriptedVLM(VLM):
-    name = "scripted"
-
-    def __init__(self, *answers: Any) -> None:
-        self.answers = [a if isinstance(a, str) else json.dumps(a) for a in answers]
-        self.requests: list[tuple[str | None, list[Any]]] = []
-
-    def generate(
-        self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None
-    ) -> VLMAnswer:
-        self.requests.append((role, list(parts)))
-        return VLMAnswer.from_text(self.answers.pop(0), backend=self.name)
-
+from ._scripted import ScriptedVLM
 
 RGB = np.full((32, 48, 3), 90, np.uint8)
 

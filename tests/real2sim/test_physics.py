@@ -2,31 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import numpy as np
 import pytest
 
 from real2sim.physics import PhysicsError, estimate_physics, lookup_material, table_parameters
-from simpact.vlm import VLM, MissingKeyError, VLMAnswer
+from simpact.vlm import MissingKeyError
 
-
-class ScriptedVLM(VLM):
-    """Answers each request with the next scripted text; records the roles and parts it was sent."""
-
-    name = "scripted"
-
-    def __init__(self, *answers: Any) -> None:
-        self.answers = [a if isinstance(a, str) else json.dumps(a) for a in answers]
-        self.requests: list[tuple[str | None, list[Any]]] = []
-
-    def generate(
-        self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None
-    ) -> VLMAnswer:
-        self.requests.append((role, list(parts)))
-        return VLMAnswer.from_text(self.answers.pop(0), backend=self.name)
-
+from ._scripted import ScriptedVLM
 
 EXTENTS = {"tomato_soup_can": (0.066, 0.066, 0.101), "dough": (0.08, 0.06, 0.03), "rope": (0.3, 0.01, 0.01)}
 
