@@ -1,1 +1,1 @@
-"""From one RGB-D frame to a simulation scene. ``real2sim.frame``: the frame bundle format and its checks."""
+"""From one RGB-D frame to a simulation scene (the frame bundle format: ``simpact.core.frame``)."""

@@ -9,20 +9,20 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["VLM_CHOICES", "add_real2sim_parser", "cmd_real2sim", "input_errors", "task_scene_from_frame"]
+__all__ = ["VLM_CHOICES", "add_real2sim_parser", "cmd_real2sim", "input_errors"]
 
 VLM_CHOICES = ("none", "gemini", "openai", "replay")
 
 
 def input_errors() -> tuple[type[BaseException], ...]:
     """Exceptions that mean bad input to real2sim (reported in one line), not a bug."""
-    from real2sim.frame import FrameError
     from real2sim.labels import LabelError
     from real2sim.particles import ParticleError
     from real2sim.physics import PhysicsError
     from real2sim.pipeline import Real2SimError
+    from simpact.core.frame import FrameError
+    from simpact.core.scene import SceneError
     from simpact.planner.commands import PlanningError
-    from simpact.scene import SceneError
     from simpact.tasks import TaskError
     from simpact.vlm import VLMError
 
@@ -73,7 +73,7 @@ def build_vlm(args: argparse.Namespace) -> Any:
 def cmd_real2sim(args: argparse.Namespace) -> None:
     from real2sim.datasets import read_any_frame
     from real2sim.pipeline import Real2SimConfig, run_real2sim
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
 
     if not args.spacing > 0:
         raise UsageError(f"--spacing must be a positive length in metres, got {args.spacing}")
@@ -147,81 +147,3 @@ def add_real2sim_parser(verbs: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=cmd_real2sim)
     return p
-
-
-def task_scene_from_frame(task: Any, frame_path: str | Path, out: str | Path, vlm: Any = None) -> Any:
-    """The scene ``task`` plans on when it starts from a real frame: real2sim on the frame with the task's
-    object names as labels (written under ``out``; errors are :class:`PlanningError`), plus what a frame
-    cannot show: the task's markers (non-colliding target regions), its robot start and table friction.
-
-    Objects the task fixes (a wall) stay fixed where they were found. A task's plans and success check read
-    its objects' sizes and origins in the terms of their shapes (a bowl's ``size`` is rim radius, height and
-    wall; its origin is its base), so an object the task gives a primitive shape is simulated as that
-    primitive with the pose and dimensions real2sim measured (its reconstructed mesh stays in ``out``); an
-    object the task gives as a mesh keeps the reconstruction. A movable task object that is not found is an
-    error naming it.
-    """
-    from dataclasses import replace
-
-    from real2sim.datasets import read_any_frame
-    from real2sim.pipeline import run_real2sim
-    from simpact.planner.commands import PlanningError
-
-    try:
-        frame = read_any_frame(frame_path)
-        result = run_real2sim(frame, task=task, vlm=vlm, out=out)
-    except input_errors() as exc:
-        raise PlanningError(f"--frame {frame_path}: {exc}") from None
-    nominal = task.nominal_scene
-    found = {o.name: o for o in result.scene.objects}
-    missing = [o.name for o in nominal.objects if o.collides and not o.fixed and o.name not in found]
-    if missing:
-        raise PlanningError(
-            f"task {task.name}: real2sim did not find {missing} in {frame_path} as rigid objects "
-            f"(found {sorted(found)}; see {Path(out) / 'masks.png'})"
-        )
-    objects = []
-    for o in nominal.objects:
-        if o.name in found:
-            objects.append(_in_task_shape(replace(found[o.name], fixed=o.fixed), o))
-        elif not o.collides or o.fixed:
-            objects.append(o)  # markers and fixtures come from the task config
-    return replace(
-        result.scene, objects=tuple(objects), robot=nominal.robot, table_friction=nominal.table_friction
-    )
-
-
-def _in_task_shape(obj: Any, task_obj: Any) -> Any:
-    """``obj`` (a reconstructed mesh object: origin at its box centre, ``size`` = box extent) as the task
-    object's primitive, with the measured pose and dimensions: box → the extent; cylinder and sphere → radius
-    from the horizontal extent (m); bowl → rim radius and height measured, the wall thickness the task's, the
-    origin moved to the base."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    from simpact.rotations import quat_to_matrix
-
-    extent = np.asarray(obj.size, dtype=float)
-    radius = float(extent[:2].mean() / 2)
-    if task_obj.shape == "box":
-        return replace(obj, shape="box", mesh=None, convex_decomposition=None)
-    if task_obj.shape == "cylinder":
-        return replace(
-            obj, shape="cylinder", size=(radius, float(extent[2])), mesh=None, convex_decomposition=None
-        )
-    if task_obj.shape == "sphere":
-        return replace(
-            obj, shape="sphere", size=(float(extent.mean() / 2),), mesh=None, convex_decomposition=None
-        )
-    if task_obj.shape == "bowl":
-        down = quat_to_matrix(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, extent[2] / 2])
-        return replace(
-            obj,
-            shape="bowl",
-            size=(radius, float(extent[2]), float(task_obj.size[2])),
-            position=tuple(float(v) for v in np.asarray(obj.position) - down),
-            mesh=None,
-            convex_decomposition=None,
-        )
-    return obj

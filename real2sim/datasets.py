@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.frame import Frame, FrameError, read_frame_bundle
+from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame, FrameError, read_frame_bundle
 
 __all__ = [
     "SHARED_DATA_ENV",
@@ -70,7 +71,7 @@ REAL_FRAMES: dict[str, dict[str, str | None]] = {
 }
 
 
-class SharedDataMissing(FileNotFoundError):
+class SharedDataMissing(SimpactError, FileNotFoundError):
     """The shared data folder (or a file in it) is absent; the message names the setting to change."""
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+
 __all__ = [
     "LabelError",
     "Labels",
@@ -31,7 +33,7 @@ MAX_LABELS = 32
 """More objects than this is almost certainly a malformed list."""
 
 
-class LabelError(ValueError):
+class LabelError(SimpactError, ValueError):
     """Unusable labels (empty, duplicated, unreadable VLM answer); the message says which and why."""
 
 

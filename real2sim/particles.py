@@ -14,6 +14,8 @@ import dataclasses
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+
 __all__ = ["DEFAULT_SPACING_M", "ParticleError", "Particles", "fill_particles"]
 
 DEFAULT_SPACING_M = 0.005
@@ -22,7 +24,7 @@ MAX_PARTICLES = 2_000_000
 """Refuse a fill that would need more particles than this (spacing too fine for the object)."""
 
 
-class ParticleError(ValueError):
+class ParticleError(SimpactError, ValueError):
     """The points cannot be filled (none above the table, a bad spacing, too many particles)."""
 
 

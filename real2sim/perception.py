@@ -18,13 +18,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from real2sim.frame import Frame
 from real2sim.pose import estimate_pose
 from real2sim.segment import AssignFn, segment
 from real2sim.shape import ShapeError, complete_shape
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
-from simpact.rotations import matrix_to_quat
+from simpact.core.frame import Frame
+from simpact.core.rotations import matrix_to_quat
 
 __all__ = ["Perception", "object_points", "perceive"]
 

@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.types import KINDS, PhysicalParameters
+from real2sim.types import PhysicalParameters
+from simpact.core.errors import SimpactError
+from simpact.core.vocab import OBJECT_KINDS as KINDS
 
 __all__ = [
     "MATERIAL_TABLE",
@@ -36,7 +38,7 @@ __all__ = [
 ]
 
 
-class PhysicsError(ValueError):
+class PhysicsError(SimpactError, ValueError):
     """Bad input to the parameter estimation (an object without a name, a non-positive extent...)."""
 
 

@@ -38,13 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.frame import Frame
 from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.physics import PhysicsEstimate, estimate_physics
 from real2sim.types import ObjectGeometry, PhysicalParameters
-from simpact.jsonio import write_json
-from simpact.rotations import matrix_to_quat, quat_to_matrix
+from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame
+from simpact.core.jsonio import write_json
+from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 
 __all__ = [
     "ROBOT_REACH_X",
@@ -66,7 +67,7 @@ SEPARATION_M = 0.0005
 MAX_SEPARATION_ROUNDS = 20
 
 
-class Real2SimError(ValueError):
+class Real2SimError(SimpactError, ValueError):
     """real2sim cannot build a scene from this input; the message says what is wrong."""
 
 
@@ -94,7 +95,7 @@ class Real2SimResult:
     """Everything real2sim computed; :meth:`to_dict` is ``result.json``."""
 
     scene: Any
-    """:class:`simpact.scene.Scene` of the rigid objects (what MuJoCo simulates)."""
+    """:class:`simpact.core.scene.Scene` of the rigid objects (what MuJoCo simulates)."""
     objects: list[dict[str, Any]]
     """``scene.json`` ``objects`` entries (file paths relative to the output folder)."""
     geometries: dict[str, ObjectGeometry]
@@ -516,7 +517,7 @@ def _scene(
     the ``scene.json`` object entries."""
     import tempfile
 
-    from simpact.scene import Scene, SceneObject
+    from simpact.core.scene import Scene, SceneObject
 
     mesh_dir = (out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))) / "meshes"
     mesh_dir.mkdir(parents=True, exist_ok=True)
@@ -667,9 +668,9 @@ def _render_placed(world: Any) -> np.ndarray:
 
 
 def load_scene(directory: str | Path) -> Any:
-    """The :class:`simpact.scene.Scene` of the rigid objects in ``directory/scene.json`` (mesh paths made
+    """The :class:`simpact.core.scene.Scene` of the rigid objects in ``directory/scene.json`` (mesh paths made
     absolute); deformables are left out (they have particles, not meshes)."""
-    from simpact.scene import RobotStart, Scene, SceneObject
+    from simpact.core.scene import RobotStart, Scene, SceneObject
 
     root = Path(directory)
     path = root / "scene.json"

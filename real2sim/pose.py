@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 import trimesh
 
+from simpact.core.errors import SimpactError
+
 __all__ = ["POSE_BACKENDS", "PoseError", "PoseEstimate", "estimate_pose", "surface_rmse"]
 
 
-class PoseError(ValueError):
+class PoseError(SimpactError, ValueError):
     """Pose estimation cannot run (missing package or weights, bad input); the message says which."""
 
 

@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.frame import Frame
 from real2sim.table import camera_points, heights_above_table
 from real2sim.types import Segment, TablePlane
+from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame
 
 __all__ = [
     "COLOURS",
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 
-class SegmentationError(ValueError):
+class SegmentationError(SimpactError, ValueError):
     """A segmentation back-end cannot run or its input is wrong; the message names the setting or input."""
 
 

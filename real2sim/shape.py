@@ -35,6 +35,7 @@ import numpy as np
 import trimesh
 
 from real2sim.segment import label_words
+from simpact.core.errors import SimpactError
 
 __all__ = [
     "BOX_WORDS",
@@ -58,7 +59,7 @@ REVOLUTION_WORDS = frozenset("can cylinder jar cup mug glass tin bowl pot puck s
 CONCAVE_WORDS = frozenset("bowl cup mug pot pitcher basket".split())
 
 
-class ShapeError(ValueError):
+class ShapeError(SimpactError, ValueError):
     """Shape completion cannot run (bad points, missing model or package); the message says which."""
 
 

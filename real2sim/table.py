@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from real2sim.frame import Frame
 from real2sim.types import TablePlane
+from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame
 
 __all__ = ["TableError", "camera_points", "fit_table", "heights_above_table"]
 
 
-class TableError(ValueError):
+class TableError(SimpactError, ValueError):
     """No table plane could be found in the frame."""
 
 

@@ -12,12 +12,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane", "PARAMETER_SOURCES", "KINDS"]
+from simpact.core.vocab import PARAMETER_SOURCES  # noqa: F401  (named in the docstrings below)
 
-#: Solvers a reconstructed object can be simulated with: MuJoCo, projective dynamics, MPM.
-KINDS = ("rigid", "pd", "mpm")
-#: Where a physical parameter came from.
-PARAMETER_SOURCES = ("vlm", "material_table", "task", "user", "default")
+__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane"]
 
 
 @dataclasses.dataclass(eq=False)

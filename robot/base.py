@@ -15,6 +15,7 @@ from typing import Any, Self
 import numpy as np
 
 from robot.safety import SafetyLimits
+from simpact.core.errors import EXIT_ROBOT_STOPPED, SimpactError
 
 __all__ = [
     "ExecutionError",
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class RobotError(RuntimeError):
+class RobotError(SimpactError, RuntimeError):
     """The robot could not be reached or stopped with an error (a reflex, a lost connection).
 
     ``kind`` is ``connection``, ``reflex``, ``gripper``, ``planner`` (the motion generator rejected a
@@ -42,6 +43,8 @@ class ExecutionError(RobotError):
     """A robot error during a plan, with the step it happened at: ``action`` (index; None while moving to the
     start pose) and its type, and ``result`` (what had been executed and measured up to then)."""
 
+    exit_code = EXIT_ROBOT_STOPPED
+
     def __init__(
         self, cause: RobotError, action: int | None, action_type: str, result: dict[str, Any]
     ) -> None:
@@ -54,7 +57,7 @@ class ExecutionError(RobotError):
         self.result = result
 
 
-class PlanRefused(ValueError):
+class PlanRefused(SimpactError, ValueError):
     """A plan refused before any motion; ``violations`` name the actions (see ``robot.safety``)."""
 
     def __init__(self, message: str, violations: tuple[Any, ...] = ()) -> None:

@@ -38,7 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from simpact.rotations import matrix_to_quat, quat_to_matrix, rigid_transform_problem
+from simpact.core.errors import SimpactError
+from simpact.core.rotations import matrix_to_quat, quat_to_matrix, rigid_transform_problem
 
 __all__ = [
     "MODES",
@@ -70,7 +71,7 @@ _ROTATION_LENGTH_M = 0.1
 """Length that weighs 1 rad of rotation against metres in the pose-residual refinement."""
 
 
-class CalibrationError(ValueError):
+class CalibrationError(SimpactError, ValueError):
     """Bad calibration input or an unsolvable set of views; the message says which and why."""
 
 
@@ -857,7 +858,7 @@ def _collect(args: Any, spec: CharucoBoardSpec) -> None:
 def cmd_calibrate(args: Any) -> None:
     from robot.base import RobotError
     from robot.camera import CameraError
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
 
     try:
         if args.from_dir is None:

@@ -1,4 +1,4 @@
-"""Cameras that produce :class:`real2sim.frame.Frame` values: a RealSense D4xx, or a player of recorded
+"""Cameras that produce :class:`simpact.core.frame.Frame` values: a RealSense D4xx, or a player of recorded
 bundles.
 
 Both implement :class:`Camera`: ``capture() -> Frame`` (colour, depth in metres aligned to the colour image,
@@ -21,8 +21,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from real2sim.frame import META_FILE, Frame, FrameError, read_frame_bundle, write_frame_bundle
-from simpact.rotations import rigid_transform_problem
+from simpact.core.errors import SimpactError
+from simpact.core.frame import META_FILE, Frame, FrameError, read_frame_bundle, write_frame_bundle
+from simpact.core.rotations import rigid_transform_problem
 
 __all__ = [
     "BundlePlayer",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-class CameraError(RuntimeError):
+class CameraError(SimpactError, RuntimeError):
     """A camera cannot be opened or read (no device, wrong serial, no frames, player exhausted)."""
 
 
@@ -249,7 +250,7 @@ class BundlePlayer(_CameraBase):
         return len(self.paths)
 
     def capture(self) -> Frame:
-        """The next bundle as a frame; :class:`real2sim.frame.FrameError` if it is malformed."""
+        """The next bundle as a frame; :class:`simpact.core.frame.FrameError` if it is malformed."""
         if self.index >= len(self.paths):
             if not self.loop:
                 raise CameraError(
@@ -313,7 +314,7 @@ def add_capture_parser(verbs: Any) -> None:
 
 def cmd_capture(args: Any) -> None:
     from robot.calibration import CalibrationError, load_T_base_cam
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
 
     try:
         T = None if args.extrinsics is None else load_T_base_cam(args.extrinsics)

@@ -91,7 +91,7 @@ class _Refused(Exception):
 
 def _load_scene(args: argparse.Namespace) -> tuple[Any, str]:
     """The scene to check collisions against, and how it was chosen."""
-    from simpact.scene import Scene, SceneError
+    from simpact.core.scene import Scene, SceneError
 
     if args.task:
         from simpact.tasks import TaskError, load_task
@@ -139,7 +139,8 @@ def confirm_motion(args: argparse.Namespace, plan: Any, digest: str, where: str)
 
 
 def cmd_robot_execute(args: argparse.Namespace) -> None:
-    from simpact.cli import UsageError, write_json
+    from simpact.core.errors import UsageError
+    from simpact.core.jsonio import write_json
 
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -198,7 +199,7 @@ def _prepare(args: argparse.Namespace, result: dict[str, Any]) -> tuple[Any, Any
     """Load and validate; connect first when the plan starts from the robot's current pose. Returns the
     robot (None unless connected) and the validation; raises _Refused."""
     from robot.safety import SafetyLimits, plan_sha256, validate_plan
-    from simpact.actions import PlanError, StartPose, load_plan
+    from simpact.core.actions import PlanError, StartPose, load_plan
 
     try:
         plan = load_plan(args.plan)

@@ -1,6 +1,6 @@
 """Execute a validated plan on a robot and measure how closely it followed.
 
-The plan is expanded exactly as the simulator expands it (``simpact.trajectory.expand_plan``, 100 Hz,
+The plan is expanded exactly as the simulator expands it (``simpact.core.trajectory.expand_plan``, 100 Hz,
 minimum-jerk) from its start pose, in the robot's base frame. Each motion action becomes one Cartesian
 waypoint motion through a subsample of its expanded waypoints (one every ``waypoint_spacing`` metres of path
 or ``yaw_spacing`` radians of turn, and always its last one), passed with the plan's own velocity there
@@ -24,8 +24,8 @@ import numpy as np
 
 from robot.base import ExecutionError, MeasuredPath, PlanRefused, RobotBase, RobotError
 from robot.safety import Validation, plan_sha256
-from simpact.rotations import quat_conj, quat_mul
-from simpact.trajectory import Waypoints, expand_plan
+from simpact.core.rotations import quat_conj, quat_mul
+from simpact.core.trajectory import Waypoints, expand_plan
 
 __all__ = ["ExecutionOptions", "execute_plan", "subsample"]
 

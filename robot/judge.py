@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from simpact.rotations import matrix_to_quat, quat_to_matrix
+from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 
 __all__ = ["align_orientation", "observed_rollout", "vlm_judge"]
 
@@ -60,12 +60,12 @@ def observed_rollout(
     robot_after: tuple[np.ndarray, np.ndarray, float],
     duration_s: float,
 ) -> Any:
-    """A :class:`solvers.rollout.Rollout` of what the camera saw: the objects of scene ``before`` and of
+    """A :class:`simpact.core.rollout.Rollout` of what the camera saw: the objects of scene ``before`` and of
     scene ``after`` (real2sim's, with the task's names) as a trace of two samples ``duration_s`` apart,
     the robot's measured tool poses (position m, quaternion, gripper width m), no contacts. Objects missing
     from ``after`` (markers, fixtures) keep their ``before`` pose; after-orientations are expressed in the
     before-boxes' axes (:func:`align_orientation`)."""
-    from solvers.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
+    from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
 
     found = {o.name: o for o in after.objects}
     zero = np.zeros(3)

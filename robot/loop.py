@@ -52,7 +52,8 @@ import numpy as np
 from robot.base import RobotBase, RobotError
 from robot.camera import Camera
 from robot.judge import observed_rollout, vlm_judge
-from simpact.jsonio import write_json
+from simpact.core.jsonio import write_json
+from simpact.core.vocab import BENCH_PLANNERS
 
 __all__ = [
     "EXIT_STAGE_FAILED",
@@ -66,7 +67,7 @@ __all__ = [
     "run_loop",
 ]
 
-PLANNERS = ("reference", "cem", "template", "gaussian", "vlm")
+PLANNERS = BENCH_PLANNERS
 """``reference``: the task's reference plan on the perceived scene; ``cem``/``template``/``gaussian``: the
 VLM-free planners; ``vlm``: Algorithm 1 with a VLM."""
 EXIT_STAGE_FAILED = 4
@@ -104,7 +105,7 @@ class InstructionTask:
     skeleton = None
 
     def __init__(self, instruction: str, labels: list[str] | None = None) -> None:
-        from simpact.scene import Scene
+        from simpact.core.scene import Scene
 
         if not instruction.strip():
             raise ValueError("the instruction is empty")
@@ -132,11 +133,11 @@ def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Any:
     scene (:func:`real2sim.commands.task_scene_from_frame`), or for an instruction what real2sim finds with
     its labels (the first frame's labels are kept for later frames, so objects keep their names)."""
     if not isinstance(task, InstructionTask):
-        from real2sim.commands import task_scene_from_frame
+        from real2sim.task_scene import task_scene_from_frame
 
         return task_scene_from_frame(task, frame_dir, out, vlm=vlm)
-    from real2sim.frame import read_frame_bundle
     from real2sim.pipeline import run_real2sim
+    from simpact.core.frame import read_frame_bundle
 
     found = run_real2sim(
         read_frame_bundle(frame_dir), labels=task.labels, instruction=task.instruction, vlm=vlm, out=out
@@ -254,40 +255,23 @@ class LoopResult:
 
 
 def _plan(task: Any, scene: Any, world: Any, vlm: Any, config: LoopConfig, say: Callable[[str], None]) -> Any:
-    """The planner's :class:`~simpact.planner.records.PlanResult` on ``world``, a MujocoWorld of ``scene``."""
-    from simpact.planner.audit import audit_summary
-    from simpact.planner.commands import offline_result
-    from simpact.planner.records import PlanResult, Proposal
+    """The planner's :class:`~simpact.planner.records.PlanResult` on ``world``, a World of ``scene``."""
+    from simpact.planner.loop import LoopConfig as PlannerConfig
+    from simpact.planner.session import PlanningError, plan_task
 
-    seed = config.seed
-    if config.planner == "reference":
-        t0 = time.perf_counter()
-        plan = task.reference_plan(scene, world.start_pose(), seed)
-        rollout = world.rollout(plan, tail_s=task.tail_s)
-        evaluation = task.evaluate(rollout, scene, seed)
-        proposals = [Proposal(rollout.plan, rollout, evaluation, 0, "reference")]
-        return PlanResult(
-            task=task.name,
-            seed=seed,
-            proposals=proposals,
-            accepted=0 if evaluation.success else None,
-            best=0,
-            wall_s=time.perf_counter() - t0,
-            vlm=None,
-            iterations=1,
-            method="reference",
-            audit=audit_summary(proposals),
+    try:
+        return plan_task(
+            task,
+            scene,
+            world,
+            config.seed,
+            config.planner,
+            vlm,
+            PlannerConfig(k=config.k, k_max=config.k_max),
+            say,
         )
-    if config.planner == "vlm":
-        from simpact.planner.loop import LoopConfig as PlannerConfig
-        from simpact.planner.loop import plan_with_vlm
-
-        if vlm is None:
-            raise StageFailed("plan", "the vlm planner needs a VLM (--vlm gemini|openai|replay)")
-        return plan_with_vlm(
-            task, scene, world, vlm, seed, PlannerConfig(k=config.k, k_max=config.k_max), say
-        )
-    return offline_result(task, scene, world, seed, config.planner, say)
+    except PlanningError as exc:
+        raise StageFailed("plan", str(exc)) from None
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
@@ -349,15 +333,15 @@ def run_loop(
     ``camera`` (left open). ``confirm(validation)`` returns None to move or why not (then the attempt
     stops after validation: a dry run). Never raises for a failed stage: the result names it."""
     from real2sim.commands import input_errors
-    from real2sim.frame import write_frame_bundle
     from robot.base import ExecutionError, PlanRefused
     from robot.camera import CameraError
     from robot.execute import ExecutionOptions, execute_plan
     from robot.safety import HOME_TCP_QUATERNION, start_yaw, validate_plan
-    from simpact.actions import PlanError, StartPose
+    from simpact.core.actions import PlanError, StartPose
+    from simpact.core.frame import write_frame_bundle
+    from simpact.core.rotations import quat_about_z, quat_mul
+    from simpact.core.scene import RobotStart
     from simpact.planner.report import write_report
-    from simpact.rotations import quat_about_z, quat_mul
-    from simpact.scene import RobotStart
     from solvers.mujoco.world import MujocoWorld
 
     if isinstance(task, InstructionTask) and (
@@ -674,7 +658,7 @@ def _confirmer(args: argparse.Namespace, where: str) -> Callable[[Any], str | No
 def cmd_robot_run(args: argparse.Namespace) -> None:
     from robot.camera import BundlePlayer, CameraError, RealSenseCamera
     from robot.safety import SafetyLimits
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
     from simpact.planner.commands import PlanningError, build_vlm
     from simpact.tasks import TaskError, load_task
 

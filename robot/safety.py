@@ -3,7 +3,7 @@
 A plan is refused before the first motion when any of these fails, and every failure names the action (its
 index and type) that causes it:
 
-- its expanded end-effector path (``simpact.trajectory.expand_plan``, the same waypoints the simulator
+- its expanded end-effector path (``simpact.core.trajectory.expand_plan``, the same waypoints the simulator
   follows) leaves the workspace box or comes closer than ``min_tcp_clearance`` to the table;
 - it moves faster than ``max_speed`` or turns faster than ``max_yaw_rate``, or one action moves further
   than ``max_step``;
@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from simpact.actions import Plan, PlanError, StartPose
-from simpact.rotations import quat_conj, quat_mul
-from simpact.trajectory import MotionLimits, Waypoints, expand_plan
+from simpact.core.actions import Plan, PlanError, StartPose
+from simpact.core.rotations import quat_conj, quat_mul
+from simpact.core.trajectory import MotionLimits, Waypoints, expand_plan
 
 __all__ = [
     "HOME_TCP_QUATERNION",
@@ -297,8 +297,8 @@ def check_in_simulation(
     motion: MotionLimits = MotionLimits(),
     stride_s: float = 0.01,
 ) -> tuple[list[Violation], dict[str, Any]]:
-    """Roll ``plan`` out from its start pose in MuJoCo with ``scene`` (a ``simpact.scene.Scene``; default:
-    the bare table) and report collisions and unreachable waypoints.
+    """Roll ``plan`` out from its start pose in MuJoCo with ``scene`` (a ``Scene``; default: the bare
+    table) and report collisions and unreachable waypoints.
 
     Contacts are inspected every ``stride_s`` seconds of the rollout. A collision is any contact of an arm
     link (not the hand or fingers) with something other than the robot, or of the hand body with the table;
@@ -308,7 +308,7 @@ def check_in_simulation(
     """
     import mujoco
 
-    from simpact.scene import RobotStart, Scene
+    from simpact.core.scene import RobotStart, Scene
     from solvers.mujoco.world import MujocoWorld
 
     start = plan.start_pose

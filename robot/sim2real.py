@@ -28,8 +28,8 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from simpact.rotations import quat_about_z, quat_mul
-from simpact.scene import Scene
+from simpact.core.rotations import quat_about_z, quat_mul
+from simpact.core.scene import Scene
 from solvers.mujoco.robot import ARM_JOINTS
 from solvers.mujoco.scene_builder import PhysicsOptions
 from solvers.mujoco.world import SETTLE_S, MujocoWorld

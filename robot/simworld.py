@@ -31,14 +31,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from real2sim.frame import Frame
 from robot.base import MeasuredPath, RobotBase, RobotError
 from robot.franka import FR3_SPECS
 from robot.safety import SafetyLimits
 from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
-from simpact.rotations import quat_about_z, quat_conj, quat_mul
+from simpact.core.frame import Frame
+from simpact.core.rollout import Rollout, Trace, WorldState
+from simpact.core.rotations import quat_about_z, quat_conj, quat_mul
 from solvers.mujoco.robot import HOME_QPOS
-from solvers.rollout import Rollout, Trace, WorldState
 
 __all__ = ["SIM_SPECS", "SimCamera", "SimRobot", "SimWorld"]
 

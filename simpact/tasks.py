@@ -2,7 +2,7 @@
 
 A task config holds the instruction, the robot's start, the objects, named ``targets`` (numbers such as a
 target line or region centre), seeded ``randomize`` ranges, the ``success`` check with its parameters, and a
-``reference`` plan whose parameters may be expressions over the scene (see ``simpact.expressions``):
+``reference`` plan whose parameters may be expressions over the scene (see ``simpact.core.expressions``):
 ``<object>.x|y|z`` (position), ``<object>.sx|sy|sz`` (size components), ``ee.x|y|z`` (tool position when
 the plan starts) and ``targets.<name>``.
 
@@ -32,15 +32,16 @@ from typing import Any, Protocol
 import numpy as np
 import yaml
 
-from simpact.actions import ACTION_SPECS, Plan, PlanError, StartPose
-from simpact.expressions import ExpressionError, evaluate
-from simpact.scene import Scene, SceneError
-from solvers.rollout import Rollout
+from simpact.core.actions import ACTION_SPECS, Plan, PlanError, StartPose
+from simpact.core.errors import SimpactError
+from simpact.core.expressions import ExpressionError, evaluate
+from simpact.core.rollout import Rollout
+from simpact.core.scene import Scene, SceneError
 
 __all__ = ["Evaluation", "SkeletonStep", "Task", "TaskError", "list_tasks", "load_task", "tasks_dir"]
 
 
-class TaskError(ValueError):
+class TaskError(SimpactError, ValueError):
     """A task that does not exist or whose config is malformed."""
 
 

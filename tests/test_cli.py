@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from real2sim.frame import read_frame_bundle
-from simpact.actions import load_plan
 from simpact.cli import main
+from simpact.core.actions import load_plan
+from simpact.core.frame import read_frame_bundle
 from simpact.tasks import list_tasks
 
 

@@ -31,7 +31,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
 from simpact.guard.recorder import Recorder, model_hash
 from simpact.guard.screen import screen
 from simpact.tasks import load_task

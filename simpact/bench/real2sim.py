@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from simpact.rotations import quat_to_matrix
+from simpact.core.rotations import quat_to_matrix
 
 __all__ = [
     "TARGETS",
@@ -454,7 +454,7 @@ def format_table(result: dict[str, Any]) -> str:
 
 
 def cmd_bench_real2sim(args: Any) -> None:
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
     from simpact.tasks import TaskError, load_task
 
     seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]

@@ -39,11 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from simpact.bench.tasks import RUNS, BenchError, Progress, _duration, _load_runs, append_runs
+from simpact.core.vocab import OFFLINE_METHODS
 
 __all__ = ["KINDS", "Sim2RealEpisode", "format_table", "run_episode", "run_sim2real"]
 
 KINDS = ("accepted", "reference", "rejected")
-PLANNERS = ("cem", "template", "gaussian")
+PLANNERS = OFFLINE_METHODS
 
 
 @dataclass(frozen=True)
@@ -389,7 +390,7 @@ def cmd_bench_sim2real(args: Any) -> None:
 
     from robot.sim2real import RealityGap
     from simpact.bench.tasks import parse_seeds
-    from simpact.cli import UsageError
+    from simpact.core.errors import UsageError
     from simpact.tasks import list_tasks, load_task
 
     try:

@@ -12,7 +12,6 @@ the back-end that the episode's VLM settings describe (the flags of ``simpact pl
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -24,6 +23,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from simpact.core.errors import SimpactError
+from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS
 
 __all__ = [
     "EXECUTORS",
@@ -37,12 +39,11 @@ __all__ = [
     "run_tasks",
 ]
 
-PLANNERS = ("reference", "cem", "template", "gaussian", "vlm")
-EXECUTORS = ("local", "ray")
+PLANNERS = BENCH_PLANNERS
 RUNS = "runs.jsonl"
 
 
-class BenchError(ValueError):
+class BenchError(SimpactError, ValueError):
     """Bad benchmark input (a mismatched output directory, a missing executor): reported in one line."""
 
 
@@ -104,17 +105,16 @@ def _reference_record(task: Any, scene: Any, world: Any, seed: int) -> dict[str,
 
 
 def _planner_record(task: Any, scene: Any, world: Any, episode: Episode) -> dict[str, Any]:
-    from simpact.planner.commands import build_vlm, offline_result
+    from simpact.planner.loop import LoopConfig
+    from simpact.planner.session import plan_task
+    from simpact.vlm.settings import build_vlm
 
+    vlm, config = None, LoopConfig()
     if episode.planner == "vlm":
-        from simpact.planner.loop import LoopConfig, plan_with_vlm
-
         settings = dict(episode.vlm)
         config = LoopConfig(k=settings.pop("k", 10), k_max=settings.pop("k_max", 13))
-        vlm = build_vlm(argparse.Namespace(**settings))
-        result = plan_with_vlm(task, scene, world, vlm, episode.seed, config)
-    else:
-        result = offline_result(task, scene, world, episode.seed, episode.planner)
+        vlm = build_vlm(settings.pop("vlm"), **settings)
+    result = plan_task(task, scene, world, episode.seed, episode.planner, vlm, config)
     summary = result.to_dict()
     summary.pop("proposals")
     for key in ("task", "seed", "wall_s"):

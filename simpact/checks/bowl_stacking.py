@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from simpact.checks.common import progress, robot_touches, tilt_deg
-from simpact.scene import Scene
+from simpact.core.rollout import Rollout
+from simpact.core.scene import Scene
 from simpact.tasks import Evaluation
-from solvers.rollout import Rollout
 
 
 def check(

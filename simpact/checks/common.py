@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from simpact.rotations import tilt_angle
+from simpact.core.rollout import Rollout, Trace
+from simpact.core.rotations import tilt_angle
 from solvers.mujoco.robot import ROBOT_PREFIX
-from solvers.rollout import Rollout, Trace
 
 __all__ = ["robot_touches", "tilt_deg", "trailing_window", "progress"]
 

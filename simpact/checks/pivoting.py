@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from simpact.checks.common import progress, robot_touches, trailing_window
-from simpact.rotations import quat_conj, quat_rotate
-from simpact.scene import Scene, SceneObject
+from simpact.core.rollout import Rollout
+from simpact.core.rotations import quat_conj, quat_rotate
+from simpact.core.scene import Scene, SceneObject
 from simpact.tasks import Evaluation
-from solvers.rollout import Rollout
 
 _UP = np.array([0.0, 0.0, 1.0])
 

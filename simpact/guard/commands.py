@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from simpact.jsonio import write_json
+from simpact.core.errors import SimpactError
+from simpact.core.jsonio import write_json
 
 __all__ = [
     "AuditError",
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class AuditError(ValueError):
+class AuditError(SimpactError, ValueError):
     """Bad input to an audit verb (reported in one line, exit status 2)."""
 
 
@@ -63,7 +64,7 @@ def cmd_record(args: argparse.Namespace) -> dict[str, Any]:
             prefix = args.robot_prefix if args.robot_prefix is not None else ()
             rec = record_mjcf(args.mjcf, steps, args.out, robot_prefix=prefix, ctrl=ctrl)
         else:
-            from simpact.actions import load_plan
+            from simpact.core.actions import load_plan
 
             plan = None if args.plan in (None, "reference") else load_plan(args.plan)
             rec = record_task_rollout(args.task, args.seed, plan, args.out)
@@ -183,8 +184,8 @@ def cmd_score(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_settle(args: argparse.Namespace) -> dict[str, Any]:
+    from simpact.core.scene import Scene, SceneError
     from simpact.guard.settle import settle_check
-    from simpact.scene import Scene, SceneError
 
     if (args.scene is None) == (args.task is None):
         raise AuditError("give exactly one of --scene SCENE.json or --task TASK")

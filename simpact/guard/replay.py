@@ -29,6 +29,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.errors import SimpactError
 from simpact.guard.recorder import Recorder, model_hash
 from simpact.guard.store import Recording, load_recording
 
@@ -52,7 +53,7 @@ StepInputs = dict[int, list[tuple[int, np.ndarray]]]
 """Physics step -> (``mjtState`` bit, values) to set before that step."""
 
 
-class ReplayError(ValueError):
+class ReplayError(SimpactError, ValueError):
     """A recording that cannot be replayed (no scene source, a changed scene file, ...)."""
 
 
@@ -166,9 +167,9 @@ def task_rollout(
     ik_residual_max: float = 0.0,
     wall_s: float = 0.0,
 ) -> Any:
-    """A :class:`~solvers.rollout.Rollout` of a stepped episode of ``plan`` (a Plan) from ``snapshot``
+    """A :class:`~simpact.core.rollout.Rollout` of a stepped episode of ``plan`` (a Plan) from ``snapshot``
     (default: the world's initial one), rebuilt from the collected rows with the World's own conversion."""
-    from solvers.rollout import Rollout, Trace
+    from simpact.core.rollout import Rollout, Trace
 
     world, model = built.world, built.model
     t, qpos, qvel, sens = collector.arrays(model)
@@ -202,7 +203,7 @@ def task_rollout(
 
 def task_outcome(built: Built, source: Mapping[str, Any], collector: Collector, ctrl: np.ndarray) -> Any:
     """The task's own evaluation of a stepped episode (its Rollout rebuilt from the collected rows)."""
-    from simpact.actions import Plan
+    from simpact.core.actions import Plan
 
     plan = Plan.from_dict(source["plan"])
     rollout = task_rollout(built, plan, source["action_end"], collector, ctrl)

@@ -38,6 +38,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.errors import SimpactError
 from simpact.guard.detector import detect
 from simpact.guard.recorder import Hook, Recorder
 from simpact.guard.replay import (
@@ -63,7 +64,7 @@ Masks = dict[tuple[int, int], np.ndarray]
 """(recorded step, ``mjtState`` bit) -> components a between-step write changed."""
 
 
-class RerunError(ValueError):
+class RerunError(SimpactError, ValueError):
     """A change that cannot be applied (unknown parameter, bad value, no flagged body, ...)."""
 
 

@@ -19,9 +19,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.scene import Scene
 from simpact.guard.detector import Event, Thresholds, detect
 from simpact.guard.recorder import Recorder, state_layout
-from simpact.scene import Scene
 from solvers.mujoco.robot import ARM_JOINTS, FINGER_JOINTS
 from solvers.mujoco.world import MujocoWorld
 

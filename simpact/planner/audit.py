@@ -20,6 +20,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.rollout import Rollout
 from simpact.guard import Recorder, detect
 from simpact.guard.replay import Built, Collector, compare, task_rollout
 from simpact.guard.rerun import Change, rerun_controls
@@ -27,7 +28,6 @@ from simpact.guard.screen import ScreenResult, screen_rollout
 from simpact.guard.store import Recording
 from simpact.tasks import Evaluation, Task
 from solvers.mujoco.world import MujocoWorld, Snapshot
-from solvers.rollout import Rollout
 
 __all__ = [
     "LEAD_S",

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from simpact.core.errors import SimpactError
+
 __all__ = [
     "VLM_ARGUMENTS",
     "PlanningError",
@@ -19,81 +21,30 @@ __all__ = [
     "add_vlm_arguments",
     "build_vlm",
     "cmd_plan",
-    "offline_result",
 ]
 
 VLM_CHOICES = ("none", "gemini", "openai", "replay")
 METHODS = ("cem", "gaussian", "template")
 
 
-class PlanningError(ValueError):
+class PlanningError(SimpactError, ValueError):
     """Bad input to ``simpact plan`` (an unusable VLM setting, a missing file, a missing planner)."""
 
 
 def build_vlm(args: argparse.Namespace) -> Any:
-    """The VLM back-end the flags ask for (wrapped to record its answers with ``--record``), or None."""
-    from simpact.vlm import VLMError, get_vlm
+    """The VLM the flags ask for (see :func:`simpact.vlm.settings.build_vlm`)."""
+    from simpact.vlm.settings import build_vlm as from_settings
 
-    if args.vlm == "none":
-        if args.replay or args.record or args.model or args.base_url:
-            raise PlanningError("--model, --base-url, --replay and --record need a VLM (--vlm ...)")
-        return None
-    config: dict[str, Any] = {}
-    if args.vlm == "replay":
-        if not args.replay:
-            raise PlanningError("--vlm replay needs --replay FILE (a JSONL file written with --record)")
-        if not Path(args.replay).is_file():
-            raise PlanningError(f"--replay {args.replay}: no such file")
-        config["path"] = args.replay
-    elif args.replay:
-        raise PlanningError("--replay FILE goes with --vlm replay")
-    if args.model:
-        config["model"] = args.model
-    if args.base_url:
-        config["base_url"] = args.base_url
-    try:
-        vlm = get_vlm(args.vlm, **config)
-    except VLMError as exc:
-        raise PlanningError(str(exc)) from None
-    if args.record:
-        from simpact.vlm.replay import RecordingVLM
-
-        vlm = RecordingVLM(vlm, args.record)
-    return vlm
-
-
-def offline_result(task: Any, scene: Any, world: Any, seed: int, method: str, progress: Any = None) -> Any:
-    """Plan without a VLM (``simpact.planner.offline.plan_offline``), as a :class:`PlanResult`."""
-    from simpact.planner.audit import audit_summary
-    from simpact.planner.records import PlanResult
-
-    try:
-        from simpact.planner.offline import plan_offline
-    except ImportError as exc:
-        raise PlanningError(
-            f"--vlm none needs the VLM-free planners (simpact.planner.offline): {exc}"
-        ) from None
-    t0 = time.perf_counter()
-    out = plan_offline(task, scene, world, seed, method=method, progress=progress)
-    proposals = list(out.proposals)
-    return PlanResult(
-        task=task.name,
-        seed=seed,
-        proposals=proposals,
-        accepted=out.best if out.success else None,
-        best=out.best,
-        wall_s=time.perf_counter() - t0,
-        vlm=None,
-        iterations=max((p.iteration for p in proposals), default=-1) + 1,
-        method=method,
-        audit=audit_summary(proposals),
+    return from_settings(
+        args.vlm, model=args.model, base_url=args.base_url, replay=args.replay, record=args.record
     )
 
 
 def cmd_plan(args: argparse.Namespace) -> None:
     """Plan ``args.task`` and write the record under ``args.out``."""
-    from simpact.planner.loop import LoopConfig, plan_with_vlm
+    from simpact.planner.loop import LoopConfig
     from simpact.planner.report import write_report
+    from simpact.planner.session import PlanningError, plan_task
     from simpact.tasks import load_task
     from solvers.mujoco.world import MujocoWorld
 
@@ -105,7 +56,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
     task = load_task(args.task)
     scene = task.scene(args.seed)
     if getattr(args, "frame", None):
-        from real2sim.commands import task_scene_from_frame
+        from real2sim.task_scene import task_scene_from_frame
 
         scene = task_scene_from_frame(task, args.frame, Path(args.out) / "real2sim", vlm=vlm)
     world = MujocoWorld(scene)
@@ -114,10 +65,8 @@ def cmd_plan(args: argparse.Namespace) -> None:
         print(line, flush=True)
 
     t0 = time.perf_counter()
-    if vlm is None:
-        result = offline_result(task, scene, world, args.seed, args.method, progress)
-    else:
-        result = plan_with_vlm(task, scene, world, vlm, args.seed, config, progress)
+    planner = args.method if vlm is None else "vlm"
+    result = plan_task(task, scene, world, args.seed, planner, vlm, config, progress)
     result.wall_s = time.perf_counter() - t0
     path = write_report(result, args.out, world, instruction=task.instruction, video=not args.no_video)
     if args.rerun:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from simpact.rotations import quat_to_rpy
-from simpact.scene import Scene, SceneObject
-from solvers.rollout import ObjectState, RobotState, Rollout, WorldState
+from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
+from simpact.core.rotations import quat_to_rpy
+from simpact.core.scene import Scene, SceneObject
 
 if TYPE_CHECKING:
     from simpact.planner.records import Proposal

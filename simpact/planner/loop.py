@@ -21,7 +21,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
+from simpact.core.scene import Scene
 from simpact.planner.audit import artifact_free, audit_and_repair, audit_summary
 from simpact.planner.context import (
     history_context,
@@ -31,7 +32,6 @@ from simpact.planner.context import (
     scene_context,
 )
 from simpact.planner.records import Failure, PlanResult, Proposal
-from simpact.scene import Scene
 from simpact.tasks import Task
 from simpact.vlm import VLM, VLMAnswer, VLMError
 from simpact.vlm.answers import (

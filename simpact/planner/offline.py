@@ -22,20 +22,20 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
-from simpact.actions import ACTION_SPECS, Plan, StartPose
+from simpact.core.actions import ACTION_SPECS, Plan, StartPose
+from simpact.core.scene import Scene
+from simpact.core.vocab import OFFLINE_METHODS
 from simpact.planner.audit import artifact_free, audit_and_repair
 from simpact.planner.records import Proposal
-from simpact.scene import Scene
 from simpact.tasks import Task, TaskError
-from solvers.rollout import Rollout
+from solvers.world import World
 
 __all__ = ["METHODS", "OfflineResult", "plan_offline"]
 
-METHODS = ("cem", "template", "gaussian")
+METHODS = OFFLINE_METHODS
 
 POPULATION = 12
 """Plans per CEM population (rolled out in parallel)."""
@@ -48,12 +48,6 @@ GAUSSIAN_FACTOR = 5
 """The gaussian ablation's first population is this many times larger (paper sec. 4.3)."""
 GAUSSIAN_STD = {"d": 0.1, "dyaw": 0.5}
 """Spread of the gaussian ablation's deltas per field (m, rad); displacements default to 0.1 m."""
-
-
-class World(Protocol):
-    def start_pose(self) -> StartPose: ...
-
-    def rollouts(self, plans: list[Plan], tail_s: float = 0.0) -> list[Rollout]: ...
 
 
 @dataclass

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
+from simpact.core.rollout import Rollout
 from simpact.tasks import Evaluation
-from solvers.rollout import Rollout
 
 __all__ = ["Failure", "PlanResult", "Proposal"]
 

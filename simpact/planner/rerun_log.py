@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
 from simpact.planner.context import bbox_size
 
 if TYPE_CHECKING:
+    from simpact.core.rollout import Rollout
+    from simpact.core.scene import Scene, SceneObject
     from simpact.planner.records import PlanResult, Proposal
-    from simpact.scene import Scene, SceneObject
-    from solvers.rollout import Rollout
 
 __all__ = ["RerunMissingError", "log_session"]
 
@@ -39,7 +40,7 @@ _OK_RGBA = (30, 170, 60, 255)
 _FAIL_RGBA = (210, 50, 40, 255)
 
 
-class RerunMissingError(ImportError):
+class RerunMissingError(SimpactError, ImportError):
     """rerun-sdk is not installed."""
 
 

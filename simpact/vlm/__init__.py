@@ -32,6 +32,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+
 __all__ = [
     "ImagePart",
     "MissingKeyError",
@@ -60,7 +62,7 @@ INSTALL_HINT = "pip install 'simpact[vlm]'"
 # --- errors -------------------------------------------------------------------------------------------------
 
 
-class VLMError(RuntimeError):
+class VLMError(SimpactError, RuntimeError):
     """Anything that keeps a VLM from answering; the message says what to change."""
 
 

@@ -2,7 +2,7 @@
 
 :func:`parse_json` finds the JSON in an answer (plain, in a code fence, inside prose, with trailing commas,
 or truncated where closing it is unambiguous) and otherwise says why there is none: empty, a refusal, no
-JSON, truncated. :func:`parse_plan` validates a plan answer with :class:`simpact.actions.Plan` (the one
+JSON, truncated. :func:`parse_plan` validates a plan answer with :class:`simpact.core.actions.Plan` (the one
 place the action vocabulary lives), clamping out-of-range parameters to their range and recording each
 clamp, or rejecting them with the reason; :func:`repair_message` tells the VLM what to fix in one repair
 round. The JSON schemas each role answers with are built here, the plan's from ``ACTION_SPECS``.
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
-from simpact.actions import ACTION_SPECS, Action, Plan, PlanError
+from simpact.core.actions import ACTION_SPECS, Action, Plan, PlanError
 from simpact.vlm import VLMAnswer
 
 __all__ = [

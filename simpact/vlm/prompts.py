@@ -1,8 +1,8 @@
 """Prompt templates: one Markdown file per role in ``prompts/`` (installed as ``simpact.prompts``).
 
 Templates use ``string.Template`` placeholders (``$task``, ``$context``...). ``$actions`` and
-``$plan_schema`` fill themselves from ``simpact.actions.ACTION_SPECS``; every other placeholder must be given,
-and a value no placeholder uses is an error too (it is usually a typo).
+``$plan_schema`` fill themselves from ``simpact.core.actions.ACTION_SPECS``; every other placeholder must be
+given, and a value no placeholder uses is an error too (it is usually a typo).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from simpact.core.errors import SimpactError
 from simpact.vlm.answers import describe_actions, plan_schema
 
 __all__ = ["ROLES", "PromptError", "PromptTemplate", "load_prompt", "render_prompt"]
@@ -28,7 +29,7 @@ _DEFAULTS: dict[str, Callable[[], str]] = {
 }
 
 
-class PromptError(ValueError):
+class PromptError(SimpactError, ValueError):
     """A prompt template is missing, malformed, or was filled with missing or unknown values."""
 
 

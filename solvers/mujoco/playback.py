@@ -7,10 +7,10 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from real2sim.frame import Frame
+from simpact.core.frame import Frame
+from simpact.core.rollout import Trace
 from solvers.mujoco.render import Renderer, VideoWriter, object_masks
 from solvers.mujoco.world import VIDEO_CAMERA, MujocoWorld
-from solvers.rollout import Trace
 
 __all__ = ["render_frame", "write_rollout_video"]
 

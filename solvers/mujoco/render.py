@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 import mujoco
 import numpy as np
 
-from simpact.rotations import rigid_transform_problem
+from simpact.core.rotations import rigid_transform_problem
 
 if TYPE_CHECKING:
-    from real2sim.frame import Frame
+    from simpact.core.frame import Frame
 
 __all__ = [
     "CameraSpec",
@@ -280,8 +280,8 @@ class RenderedFrame:
     """4x4 camera-to-base transform at render time (m), OpenCV camera axes."""
 
     def to_frame(self, masks: np.ndarray | None = None, mask_names: Mapping[int, str] | None = None) -> Frame:
-        """This view as a :class:`real2sim.frame.Frame`, with optional object ``masks`` (see object_masks)."""
-        from real2sim.frame import Frame
+        """This view as a :class:`~simpact.core.frame.Frame`, with optional object ``masks``."""
+        from simpact.core.frame import Frame
 
         return Frame(
             rgb=self.rgb,

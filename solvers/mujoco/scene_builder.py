@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import trimesh
 
-from simpact.scene import Scene, SceneError, SceneObject
+from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.mujoco.meshes import bowl_mesh, convex_parts, load_mesh
 from solvers.mujoco.robot import load_fr3_spec
 

@@ -17,15 +17,16 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from simpact.actions import Plan, StartPose
-from simpact.rotations import quat_about_z, quat_mul, quat_rotate
-from simpact.scene import RobotStart, Scene, SceneError
-from simpact.trajectory import MotionLimits, expand_plan
+from simpact.core.actions import Plan, StartPose
+from simpact.core.frame import Frame
+from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
+from simpact.core.rotations import quat_about_z, quat_mul, quat_rotate
+from simpact.core.scene import RobotStart, Scene, SceneError
+from simpact.core.trajectory import MotionLimits, expand_plan
 from solvers.mujoco.ik import DifferentialIK
 from solvers.mujoco.render import CameraSpec, add_camera
 from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, ROBOT_PREFIX
 from solvers.mujoco.scene_builder import PhysicsOptions, build_spec
-from solvers.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
 
 __all__ = ["MujocoWorld", "Snapshot"]
 
@@ -201,6 +202,14 @@ class MujocoWorld:
         return StartPose.from_dict(
             {"position": pos, "quaternion": quat, "gripper_width": float(worker.data.ctrl[7])}
         )
+
+    def render(self, camera: CameraSpec | None = None) -> Frame:
+        """An RGB-D frame with object masks of the world's own state, seen from ``camera`` (its own)."""
+        from solvers.mujoco.playback import render_frame  # playback builds on this module
+
+        if camera is not None and camera != self.camera:
+            raise ValueError("render(camera): this world renders from the camera it was built with")
+        return render_frame(self)
 
     # --- rollouts ----------------------------------------------------------------------------------------
     def _worker(self) -> _Worker:

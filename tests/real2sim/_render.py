@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.frame import Frame
+from simpact.core.frame import Frame
 
 
 def render_task(name: str, seed: int = 0) -> tuple[Frame, Any]:

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from real2sim.frame import Frame, write_frame_bundle
 from simpact.cli import main
+from simpact.core.frame import Frame, write_frame_bundle
 
 H, W = 96, 128
 K = [[100.0, 0.0, 63.5], [0.0, 100.0, 47.5], [0.0, 0.0, 1.0]]

@@ -15,7 +15,7 @@ from real2sim.datasets import (
     read_any_frame,
     shared_data_dir,
 )
-from real2sim.frame import Frame, FrameError, write_frame_bundle
+from simpact.core.frame import Frame, FrameError, write_frame_bundle
 
 
 def _data(rel: str) -> Path:

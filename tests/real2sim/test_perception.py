@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from real2sim.frame import Frame
 from real2sim.perception import Perception, perceive
+from simpact.core.frame import Frame
 
 from ._render import ground_truth, render_task, without_calibration
 

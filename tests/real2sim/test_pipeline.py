@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import trimesh
 
-from real2sim.frame import Frame, write_frame_bundle
 from real2sim.pipeline import (
     ROBOT_REACH_X,
     Real2SimConfig,
@@ -28,6 +27,7 @@ from real2sim.pipeline import (
 from real2sim.types import ObjectGeometry, TablePlane
 from simpact.bench.real2sim import ground_truth_box, pose_errors
 from simpact.cli import main
+from simpact.core.frame import Frame, write_frame_bundle
 from simpact.tasks import load_task
 from simpact.vlm import VLM, VLMAnswer
 
@@ -191,7 +191,7 @@ def test_nothing_found_is_a_clear_error(rendered: tuple[Frame, Any]) -> None:
 def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
     rendered: tuple[Frame, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from real2sim.commands import task_scene_from_frame
+    from real2sim.task_scene import task_scene_from_frame
 
     frame, task = rendered
     bundle = write_frame_bundle(frame, tmp_path / "frame")
@@ -325,8 +325,8 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
 
 
 def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
-    from real2sim.commands import _in_task_shape
-    from simpact.scene import SceneObject
+    from real2sim.task_scene import _in_task_shape
+    from simpact.core.scene import SceneObject
 
     measured = SceneObject(
         "white_bowl",

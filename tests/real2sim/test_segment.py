@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from real2sim.frame import Frame
 from real2sim.segment import SegmentationError, find_clusters, grounded_sam2_settings, segment
 from real2sim.table import fit_table
+from simpact.core.frame import Frame
 
 from ._render import render_task, without_calibration
 

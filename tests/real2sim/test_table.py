@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
-from real2sim.frame import Frame
 from real2sim.table import TableError, camera_points, fit_table
+from simpact.core.frame import Frame
 
 
 def plane_frame(tilt_deg: float = 35.0, height_m: float = 0.6) -> tuple[Frame, np.ndarray]:

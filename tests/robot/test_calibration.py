@@ -12,7 +12,6 @@ import pytest
 from PIL import Image
 from scipy.spatial.transform import Rotation
 
-from real2sim.frame import Frame
 from robot.calibration import (
     VIEWS_FILE,
     CalibrationError,
@@ -29,6 +28,7 @@ from robot.calibration import (
     solve_hand_eye,
     write_extrinsics,
 )
+from simpact.core.frame import Frame
 
 K = np.array([[615.0, 0.0, 319.5], [0.0, 615.0, 239.5], [0.0, 0.0, 1.0]])  # D435i colour at 640x480
 SPEC = CharucoBoardSpec()

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from real2sim.frame import Frame, FrameError, read_frame_bundle, write_frame_bundle
 from robot import camera as camera_module
 from robot.camera import BundlePlayer, Camera, CameraError, RealSenseCamera, capture_bundle
+from simpact.core.frame import Frame, FrameError, read_frame_bundle, write_frame_bundle
 
 H, W = 24, 32
 K = np.array([[30.0, 0.0, 15.5], [0.0, 30.0, 11.5], [0.0, 0.0, 1.0]])

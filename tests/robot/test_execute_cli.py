@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from robot.safety import HOME_TCP_QUATERNION, plan_sha256
-from simpact.actions import Plan
 from simpact.cli import main
+from simpact.core.actions import Plan
 
 START = {"position": [0.45, 0.0, 0.3], "quaternion": list(HOME_TCP_QUATERNION), "gripper_width": 0.08}
 

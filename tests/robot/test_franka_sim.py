@@ -16,8 +16,8 @@ from robot.base import ExecutionError, PlanRefused, RobotError
 from robot.execute import ExecutionOptions, execute_plan
 from robot.franka import FrankaRobot
 from robot.safety import HOME_TCP_QUATERNION, SafetyLimits, validate_plan
-from simpact.actions import Plan, StartPose
-from simpact.rotations import quat_about_z, quat_mul
+from simpact.core.actions import Plan, StartPose
+from simpact.core.rotations import quat_about_z, quat_mul
 from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.robot import HOME_QPOS
 

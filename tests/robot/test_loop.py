@@ -19,9 +19,9 @@ from robot.camera import CameraError
 from robot.judge import align_orientation, observed_rollout
 from robot.loop import InstructionTask, LoopConfig, run_loop
 from robot.simworld import SimWorld
-from simpact.actions import Plan
 from simpact.cli import main
-from simpact.rotations import quat_about_z, quat_mul, tilt_angle
+from simpact.core.actions import Plan
+from simpact.core.rotations import quat_about_z, quat_mul, tilt_angle
 from simpact.tasks import load_task
 from simpact.vlm import VLM, VLMAnswer
 
@@ -185,8 +185,8 @@ def test_a_franka_dry_run_plans_from_the_task_start_without_moving(
     """--host: the franky driver and recorded bundles as the camera; the robot (at franky-sim's home) stays
     put, and the plan starts at the task's robot start, where it would go once confirmed. (A server of the
     test's own: a live one keeps a core busy.)"""
-    from real2sim.frame import write_frame_bundle
     from robot.franka import FrankaRobot
+    from simpact.core.frame import write_frame_bundle
 
     bundle = write_frame_bundle(still_world.camera.capture(), tmp_path / "bundle")
     with FrankaRobot(fresh_franky_sim.host, realtime=False) as franka:
@@ -210,10 +210,10 @@ def test_a_franka_run_moves_the_robot_through_every_stage(tmp_path: Path, fresh_
     retreats there; the camera replays rendered frames of the task's scene. franky-sim simulates no carton,
     so the after-frame is the before-frame and the judge's verdict is failure (recorded, not a failed stage).
     Plans and transits run at 0.5 m/s to keep it short, as in test_franka_sim.py."""
-    from real2sim.frame import write_frame_bundle
     from robot.camera import BundlePlayer
     from robot.franka import FrankaRobot
     from robot.safety import HOME_TCP_QUATERNION, SafetyLimits
+    from simpact.core.frame import write_frame_bundle
     from solvers.mujoco.playback import render_frame
     from solvers.mujoco.world import MujocoWorld
 

@@ -19,11 +19,11 @@ from robot.safety import (
     start_yaw,
     validate_plan,
 )
-from simpact.actions import Plan, PlanError, StartPose
-from simpact.rotations import quat_about_z, quat_mul
-from simpact.scene import Scene, SceneObject
+from simpact.core.actions import Plan, PlanError, StartPose
+from simpact.core.rotations import quat_about_z, quat_mul
+from simpact.core.scene import Scene, SceneObject
+from simpact.core.trajectory import MotionLimits
 from simpact.tasks import list_tasks, load_task
-from simpact.trajectory import MotionLimits
 
 START = {"position": [0.42, 0.0, 0.3], "quaternion": list(HOME_TCP_QUATERNION), "gripper_width": 0.08}
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
 from simpact.tasks import TaskError, list_tasks, load_task
 from solvers.mujoco.world import MujocoWorld
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
 from simpact.tasks import load_task
 from solvers.mujoco.world import MujocoWorld
 

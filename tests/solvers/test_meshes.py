@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from simpact.scene import RobotStart, Scene, SceneObject
+from simpact.core.scene import RobotStart, Scene, SceneObject
 from solvers.mujoco import meshes
 from solvers.mujoco.world import MujocoWorld
 
@@ -60,7 +60,7 @@ def test_missing_mesh_file_is_a_clear_error(tmp_path):
 
 
 def test_deformable_objects_are_refused_by_the_rigid_world():
-    from simpact.scene import SceneError
+    from simpact.core.scene import SceneError
 
     rope = SceneObject("rope", "cylinder", (0.005, 0.4), (0.5, 0.0, 0.005), kind="pd")
     with pytest.raises(SceneError, match="object 'rope' is of kind 'pd'"):

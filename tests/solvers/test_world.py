@@ -4,8 +4,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from simpact.actions import Plan
-from simpact.scene import RobotStart, Scene, SceneObject
+from simpact.core.actions import Plan
+from simpact.core.scene import RobotStart, Scene, SceneObject
 from solvers.mujoco.world import MujocoWorld
 
 BOX = SceneObject("box", "box", (0.05, 0.05, 0.05), (0.55, 0.0, 0.025), mass=0.2, friction=0.5)
@@ -116,7 +116,7 @@ def test_robot_starts_exactly_where_the_scene_says():
 
 
 def test_unreachable_start_is_a_scene_error():
-    from simpact.scene import SceneError
+    from simpact.core.scene import SceneError
 
     with pytest.raises(SceneError, match="out of reach"):
         MujocoWorld(Scene((BOX,), RobotStart((1.5, 0.0, 0.3))))

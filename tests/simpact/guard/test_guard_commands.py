@@ -45,7 +45,7 @@ def test_audit_verbs_end_to_end(tmp_path, capsys):
 
 
 def test_audit_settle_on_a_scene_file(tmp_path, capsys):
-    from simpact.scene import Scene, SceneObject
+    from simpact.core.scene import Scene, SceneObject
 
     lid = SceneObject("lid", "box", (0.08, 0.08, 0.08), (0.5, 0.0, 0.07), mass=0.05)
     crate = SceneObject("crate", "box", (0.1, 0.1, 0.1), (0.5, 0.0, 0.05), mass=0.5)

@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
+from simpact.core.scene import Scene, SceneObject
 from simpact.guard.settle import placed_state, settle_check
-from simpact.scene import Scene, SceneObject
 from solvers.mujoco.world import SETTLE_S, MujocoWorld
 
 RESTING = Scene((SceneObject("box", "box", (0.05, 0.05, 0.05), (0.5, 0.0, 0.025), mass=0.2),))

@@ -7,6 +7,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from simpact.core.scene import Scene, SceneObject
 from simpact.guard import Recorder, detect
 from simpact.guard.rerun import Change, rerun_controls
 from simpact.guard.settle import placed_state
@@ -17,7 +18,6 @@ from simpact.planner.audit import (
     audit_summary,
 )
 from simpact.planner.records import Proposal
-from simpact.scene import Scene, SceneObject
 from simpact.tasks import load_task
 from solvers.mujoco.world import MujocoWorld
 

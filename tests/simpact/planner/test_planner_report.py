@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 import pytest
 
-from simpact.planner.commands import PlanningError, add_plan_parser, cmd_plan
+from simpact.planner.commands import add_plan_parser, cmd_plan
 from simpact.planner.loop import LoopConfig, plan_with_vlm
 from simpact.planner.report import write_report
+from simpact.planner.session import PlanningError
 from simpact.vlm.replay import RecordingVLM
+from simpact.vlm.settings import VLMSettingError
 
 SECRET = "sk-test-9f8e7d6c5b4a3210"
 LIFT = [{"type": "LIFT", "dz": 0.02}]
@@ -86,13 +87,10 @@ def test_cli_replay_writes_a_record(run, tmp_path, capsys):
     assert "success" in capsys.readouterr().out.splitlines()[-1]
 
 
-def test_cli_bad_input(monkeypatch, tmp_path):
-    with pytest.raises(PlanningError, match="--replay"):
+def test_cli_bad_input(tmp_path):
+    with pytest.raises(VLMSettingError, match="--replay"):
         cmd_plan(_args("non_toppling_push", "--vlm", "replay", "--out", str(tmp_path)))
     with pytest.raises(PlanningError, match="k_max"):
         cmd_plan(
             _args("non_toppling_push", "--vlm", "replay", "--k", "5", "--k-max", "3", "--out", str(tmp_path))
         )
-    monkeypatch.setitem(sys.modules, "simpact.planner.offline", None)  # planners not installed
-    with pytest.raises(PlanningError, match="VLM-free"):
-        cmd_plan(_args("non_toppling_push", "--out", str(tmp_path)))

@@ -9,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from simpact.actions import Plan
+from simpact.core.actions import Plan
 from simpact.planner.commands import add_plan_parser
 from simpact.planner.records import PlanResult, Proposal
 

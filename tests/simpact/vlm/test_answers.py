@@ -1,4 +1,4 @@
-"""Every malformed answer becomes a typed result; plans are validated by simpact.actions."""
+"""Every malformed answer becomes a typed result; plans are validated by simpact.core.actions."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from simpact.actions import ACTION_SPECS, Plan
+from simpact.core.actions import ACTION_SPECS, Plan
 from simpact.vlm import VLMAnswer
 from simpact.vlm.answers import (
     AnswerKind,

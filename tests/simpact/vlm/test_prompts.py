@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from simpact.actions import ACTION_SPECS
+from simpact.core.actions import ACTION_SPECS
 from simpact.vlm import UnknownVLMError, available_vlms, get_vlm
 from simpact.vlm.answers import plan_schema
 from simpact.vlm.prompts import ROLES, PromptError, PromptTemplate, load_prompt, render_prompt

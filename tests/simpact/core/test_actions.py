@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from simpact.actions import ACTION_SPECS, Plan, PlanError, load_plan
+from simpact.core.actions import ACTION_SPECS, Plan, PlanError, load_plan
 
 
 def plan_dict():

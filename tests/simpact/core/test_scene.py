@@ -1,6 +1,6 @@
 import pytest
 
-from simpact.scene import Scene, SceneError, SceneObject
+from simpact.core.scene import Scene, SceneError, SceneObject
 
 
 def box(**kw):

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from simpact.rotations import rigid_transform_problem
+from simpact.core.errors import SimpactError
+from simpact.core.rotations import rigid_transform_problem
 
 __all__ = [
     "DEPTH_MAX_PLAUSIBLE_M",
@@ -50,7 +51,7 @@ _RESERVED_KEYS = frozenset({"K", "T_base_cam", "depth_scale", "width", "height"}
 _RIGID_ATOL = 1e-5
 
 
-class FrameError(ValueError):
+class FrameError(SimpactError, ValueError):
     """A frame or frame bundle is malformed; the message names the file or field and the problem."""
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from simpact.expressions import ExpressionError, evaluate
+from simpact.core.expressions import ExpressionError, evaluate
 
 NAMES = {"carton.x": 0.5, "ee.x": 0.4, "targets.line_x": 0.7}
 

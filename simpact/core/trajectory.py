@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from simpact.actions import Plan, StartPose
-from simpact.rotations import quat_about_z, quat_mul
+from simpact.core.actions import Plan, StartPose
+from simpact.core.rotations import quat_about_z, quat_mul
 
 __all__ = ["GRIPPER_MAX_WIDTH", "MotionLimits", "Waypoints", "expand_plan"]
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+
 __all__ = [
     "ACTION_SPECS",
     "Action",
@@ -35,7 +37,7 @@ __all__ = [
 ]
 
 
-class PlanError(ValueError):
+class PlanError(SimpactError, ValueError):
     """A plan or action that cannot be executed; the message names the action and the field."""
 
 

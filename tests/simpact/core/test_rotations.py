@@ -3,7 +3,7 @@
 import mujoco
 import numpy as np
 
-from simpact.rotations import matrix_to_quat, quat_about_z, quat_to_matrix
+from simpact.core.rotations import matrix_to_quat, quat_about_z, quat_to_matrix
 
 
 def test_matrix_and_quaternion_round_trip_with_mujoco():

@@ -1,8 +1,8 @@
 import numpy as np
 
-from simpact.actions import Plan, StartPose
-from simpact.rotations import quat_to_rpy
-from simpact.trajectory import GRIPPER_MAX_WIDTH, MotionLimits, expand_plan
+from simpact.core.actions import Plan, StartPose
+from simpact.core.rotations import quat_to_rpy
+from simpact.core.trajectory import GRIPPER_MAX_WIDTH, MotionLimits, expand_plan
 
 START = StartPose((0.4, 0.0, 0.3), (0.0, 1.0, 0.0, 0.0), 0.02)
 

@@ -12,10 +12,12 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 
+from simpact.core.errors import SimpactError
+
 __all__ = ["ExpressionError", "evaluate"]
 
 
-class ExpressionError(ValueError):
+class ExpressionError(SimpactError, ValueError):
     """An expression that is not allowed or names an unknown quantity."""
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from real2sim.frame import Frame, FrameError, read_frame_bundle, write_frame_bundle
+from simpact.core.frame import Frame, FrameError, read_frame_bundle, write_frame_bundle
 
 H, W = 48, 64
 

@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+from simpact.core.vocab import OBJECT_KINDS
+
 __all__ = ["RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
 
 SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
@@ -21,7 +24,7 @@ SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
 (x, y, z)."""
 
 
-class SceneError(ValueError):
+class SceneError(SimpactError, ValueError):
     """A scene that cannot be built; the message names the object and the field."""
 
 
@@ -70,7 +73,7 @@ class SceneObject:
             raise SceneError(f"{label}: mass must be positive, got {self.mass}")
         if not self.friction >= 0:
             raise SceneError(f"{label}: friction must be non-negative, got {self.friction}")
-        if self.kind not in ("rigid", "pd", "mpm"):
+        if self.kind not in OBJECT_KINDS:
             raise SceneError(f"{label}: kind must be rigid, pd or mpm, got {self.kind!r}")
 
     @classmethod

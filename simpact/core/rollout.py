@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from simpact.actions import Plan
-from simpact.rotations import quat_to_rpy
+from simpact.core.actions import Plan
+from simpact.core.rotations import quat_to_rpy
 
 __all__ = ["ObjectState", "RobotState", "Rollout", "Trace", "WorldState"]
 

@@ -1,0 +1,87 @@
+"""The scene a task plans on when it starts from a real RGB-D frame (``simpact plan --frame``, robot loop)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from real2sim.datasets import read_any_frame
+from real2sim.pipeline import Real2SimError, run_real2sim
+from simpact.core.errors import SimpactError
+from simpact.core.rotations import quat_to_matrix
+from simpact.core.scene import Scene, SceneObject
+from simpact.tasks import Task
+from simpact.vlm import VLM
+
+__all__ = ["task_scene_from_frame"]
+
+
+def task_scene_from_frame(
+    task: Task, frame_path: str | Path, out: str | Path, vlm: VLM | None = None
+) -> Scene:
+    """The scene ``task`` plans on when it starts from a real frame: real2sim on the frame with the task's
+    object names as labels (written under ``out``; errors are ``Real2SimError``), plus what a frame cannot
+    show: the task's markers (non-colliding target regions), its robot start and table friction.
+
+    Objects the task fixes (a wall) stay fixed where they were found. A task's plans and success check read
+    its objects' sizes and origins in the terms of their shapes (a bowl's ``size`` is rim radius, height and
+    wall; its origin is its base), so an object the task gives a primitive shape is simulated as that
+    primitive with the pose and dimensions real2sim measured (its reconstructed mesh stays in ``out``); an
+    object the task gives as a mesh keeps the reconstruction. A movable task object that is not found is an
+    error naming it.
+    """
+    try:
+        frame = read_any_frame(frame_path)
+        result = run_real2sim(frame, task=task, vlm=vlm, out=out)
+    except SimpactError as exc:
+        raise Real2SimError(f"--frame {frame_path}: {exc}") from None
+    nominal = task.nominal_scene
+    found = {o.name: o for o in result.scene.objects}
+    missing = [o.name for o in nominal.objects if o.collides and not o.fixed and o.name not in found]
+    if missing:
+        raise Real2SimError(
+            f"task {task.name}: real2sim did not find {missing} in {frame_path} as rigid objects "
+            f"(found {sorted(found)}; see {Path(out) / 'masks.png'})"
+        )
+    objects = []
+    for o in nominal.objects:
+        if o.name in found:
+            objects.append(_in_task_shape(replace(found[o.name], fixed=o.fixed), o))
+        elif not o.collides or o.fixed:
+            objects.append(o)  # markers and fixtures come from the task config
+    return replace(
+        result.scene, objects=tuple(objects), robot=nominal.robot, table_friction=nominal.table_friction
+    )
+
+
+def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:
+    """``obj`` (a reconstructed mesh object: origin at its box centre, ``size`` = box extent) as the task
+    object's primitive, with the measured pose and dimensions: box → the extent; cylinder and sphere → radius
+    from the horizontal extent (m); bowl → rim radius and height measured, the wall thickness the task's, the
+    origin moved to the base."""
+    extent = np.asarray(obj.size, dtype=float)
+    radius = float(extent[:2].mean() / 2)
+    if task_obj.shape == "box":
+        return replace(obj, shape="box", mesh=None, convex_decomposition=None)
+    if task_obj.shape == "cylinder":
+        return replace(
+            obj, shape="cylinder", size=(radius, float(extent[2])), mesh=None, convex_decomposition=None
+        )
+    if task_obj.shape == "sphere":
+        return replace(
+            obj, shape="sphere", size=(float(extent.mean() / 2),), mesh=None, convex_decomposition=None
+        )
+    if task_obj.shape == "bowl":
+        down = quat_to_matrix(np.asarray(obj.quaternion)) @ np.array([0.0, 0.0, extent[2] / 2])
+        p = np.asarray(obj.position) - down
+        return replace(
+            obj,
+            shape="bowl",
+            size=(radius, float(extent[2]), float(task_obj.size[2])),
+            position=(float(p[0]), float(p[1]), float(p[2])),
+            mesh=None,
+            convex_decomposition=None,
+        )
+    return obj

@@ -1,0 +1,142 @@
+"""``simpact tasks``, ``rollout`` and ``render``: list tasks, roll a plan out on a task, render its scene as a
+frame bundle."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from simpact.core.errors import UsageError
+from simpact.core.jsonio import write_json
+
+__all__ = ["add_parsers"]
+
+REACH_TOLERANCE_M = 0.005
+"""Waypoints the arm's joints cannot reach closer than this are reported, m."""
+
+
+def _camera(task: Any, path: str | None) -> Any:
+    """The rendering camera: from ``--camera FILE`` (YAML or JSON), else the task's ``camera``, else the
+    default D435i view."""
+    import yaml
+
+    from solvers.mujoco.render import CameraSpec
+
+    source = path or f"task {task.name} camera"
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) if path else task.raw.get("camera")
+        return None if raw is None else CameraSpec.from_dict(raw)
+    except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
+        raise UsageError(f"{source}: {exc}") from None
+
+
+def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Any, Any, Any]:
+    from simpact.tasks import load_task
+    from solvers.mujoco.world import MujocoWorld
+
+    task = load_task(task_name)
+    scene = task.scene(seed)
+    return task, scene, MujocoWorld(scene, camera=_camera(task, camera))
+
+
+def cmd_tasks(args: argparse.Namespace) -> None:
+    from simpact.tasks import list_tasks
+
+    for name in list_tasks():
+        print(name)
+
+
+def cmd_rollout(args: argparse.Namespace) -> None:
+    from simpact.core.actions import load_plan
+
+    t0 = time.perf_counter()
+    plan = None if args.plan == "reference" else load_plan(args.plan)
+    task, scene, world = _world(args.task, args.seed)
+    if plan is None:
+        plan = task.reference_plan(scene, world.start_pose(), args.seed)
+    rollout = world.rollout(plan, tail_s=task.tail_s)
+    evaluation = task.evaluate(rollout, scene, args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rollout.plan.save(out / "plan.json")
+    video = None
+    if args.video:
+        from solvers.mujoco.playback import write_rollout_video
+
+        assert rollout.trace is not None
+        print(
+            f"rendering {out / 'rollout.mp4'} ({rollout.trace.time[-1]:.1f} s of simulation) ...", flush=True
+        )
+        video = write_rollout_video(world, rollout.trace, out / "rollout.mp4").name
+    result = {
+        "task": task.name,
+        "instruction": task.instruction,
+        "seed": args.seed,
+        "success": evaluation.success,
+        "score": evaluation.score,
+        "details": evaluation.details,
+        "final_state": {
+            name: {"position": s["position"], "quaternion": s["quaternion"]}
+            for name, s in rollout.final.to_dict()["objects"].items()
+        },
+        "states": rollout.to_dict()["states"],
+        "plan": "plan.json",
+        "video": video,
+        "ik_residual_max_m": round(rollout.ik_residual_max, 6),
+        "sim_time_s": round(rollout.nsteps * world.options.timestep, 4),
+        "rollout_wall_s": round(rollout.wall_s, 4),
+        "wall_s": round(time.perf_counter() - t0, 4),
+    }
+    write_json(out / "result.json", result)
+    if rollout.ik_residual_max > REACH_TOLERANCE_M:
+        print(
+            f"simpact rollout: warning: the plan leaves the robot's reach (the arm falls "
+            f"{rollout.ik_residual_max:.3f} m short of a waypoint)",
+            file=sys.stderr,
+        )
+    verdict = "success" if evaluation.success else "failure"
+    print(
+        f"{task.name} seed {args.seed}: {verdict}, score {evaluation.score:.3f}, "
+        f"{result['sim_time_s']} s simulated in {result['wall_s']} s -> {out / 'result.json'}"
+    )
+
+
+def cmd_render(args: argparse.Namespace) -> None:
+    from simpact.core.frame import write_frame_bundle
+    from solvers.mujoco.playback import render_frame
+
+    task, _, world = _world(args.task, args.seed, args.camera)
+    frame = render_frame(world)
+    frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
+    out = write_frame_bundle(frame, args.out)
+    print(
+        f"{task.name} seed {args.seed}: {frame.width}x{frame.height} frame with "
+        f"{len(frame.mask_names)} object masks -> {out}"
+    )
+
+
+def add_parsers(verbs: Any) -> None:
+    """Register ``tasks``, ``rollout`` and ``render``."""
+    verbs.add_parser("tasks", help="list the task configs, one name per line").set_defaults(func=cmd_tasks)
+
+    p = verbs.add_parser("rollout", help="roll a plan out on a task and judge it")
+    p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
+    p.add_argument(
+        "--plan", required=True, help="plan JSON file, or 'reference' for the task's reference plan"
+    )
+    p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
+    p.add_argument("--video", action="store_true", help="also write rollout.mp4")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_rollout)
+
+    p = verbs.add_parser("render", help="render a task scene as an RGB-D frame bundle")
+    p.add_argument("task")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--camera", help="camera file (YAML/JSON: width, height, K, and T_base_cam or eye + target)"
+    )
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_render)

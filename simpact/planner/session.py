@@ -1,0 +1,89 @@
+"""One entry to planning a task on a World: the task's reference plan, a VLM-free planner, or SIMPACT's VLM
+loop (Algorithm 1), each returning a :class:`~simpact.planner.records.PlanResult`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from simpact.core.errors import SimpactError
+from simpact.core.vocab import OFFLINE_METHODS
+from simpact.planner.audit import audit_summary
+from simpact.planner.loop import LoopConfig, Progress, plan_with_vlm
+from simpact.planner.offline import plan_offline
+from simpact.planner.records import PlanResult, Proposal
+from simpact.tasks import Task
+from simpact.vlm import VLM
+from solvers.world import World
+
+__all__ = ["PlanningError", "plan_task", "offline_result", "reference_result"]
+
+
+class PlanningError(SimpactError, ValueError):
+    """Settings that cannot plan (a planner that needs a VLM without one, an unknown planner)."""
+
+
+def reference_result(task: Task, scene: Any, world: World, seed: int) -> PlanResult:
+    """The task's reference plan rolled out once and checked, as a :class:`PlanResult`."""
+    t0 = time.perf_counter()
+    rollout = world.rollouts([task.reference_plan(scene, world.start_pose(), seed)], tail_s=task.tail_s)[0]
+    evaluation = task.evaluate(rollout, scene, seed)
+    proposals = [Proposal(rollout.plan, rollout, evaluation, 0, "reference")]
+    return PlanResult(
+        task=task.name,
+        seed=seed,
+        proposals=proposals,
+        accepted=0 if evaluation.success else None,
+        best=0,
+        wall_s=time.perf_counter() - t0,
+        vlm=None,
+        iterations=1,
+        method="reference",
+        audit=audit_summary(proposals),
+    )
+
+
+def offline_result(
+    task: Task, scene: Any, world: World, seed: int, method: str, progress: Progress | None = None
+) -> PlanResult:
+    """Plan without a VLM (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`."""
+    t0 = time.perf_counter()
+    out = plan_offline(task, scene, world, seed, method=method, progress=progress)
+    proposals = list(out.proposals)
+    return PlanResult(
+        task=task.name,
+        seed=seed,
+        proposals=proposals,
+        accepted=out.best if out.success else None,
+        best=out.best,
+        wall_s=time.perf_counter() - t0,
+        vlm=None,
+        iterations=max((p.iteration for p in proposals), default=-1) + 1,
+        method=method,
+        audit=audit_summary(proposals),
+    )
+
+
+def plan_task(
+    task: Task,
+    scene: Any,
+    world: World,
+    seed: int,
+    planner: str,
+    vlm: VLM | None = None,
+    config: LoopConfig = LoopConfig(),
+    progress: Progress | None = None,
+) -> PlanResult:
+    """Plan ``task`` on ``world`` (built from ``scene``) with ``planner``: ``reference``, one of
+    :data:`~simpact.core.vocab.OFFLINE_METHODS`, or ``vlm`` (Algorithm 1 with ``vlm`` and ``config``)."""
+    if planner == "reference":
+        return reference_result(task, scene, world, seed)
+    if planner == "vlm":
+        if vlm is None:
+            raise PlanningError("the vlm planner needs a VLM (--vlm gemini|openai|replay)")
+        return plan_with_vlm(task, scene, world, vlm, seed, config, progress)
+    if planner not in OFFLINE_METHODS:
+        raise PlanningError(
+            f"unknown planner {planner!r}; expected reference, vlm or one of {OFFLINE_METHODS}"
+        )
+    return offline_result(task, scene, world, seed, planner, progress)

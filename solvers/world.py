@@ -1,0 +1,59 @@
+"""The ``World`` protocol every solver implements, and :func:`make_world`, which picks the implementation from
+a scene's object kinds.
+
+Layers above the solvers (SimuGuard, the planner, real2sim, the robot loop, the benches) use a World only
+through this protocol; an engine's own objects are offered to auditing through one documented accessor per
+engine (MuJoCo: :meth:`solvers.mujoco.world.MujocoWorld.mujoco`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from simpact.core.actions import Plan, StartPose
+from simpact.core.frame import Frame
+from simpact.core.rollout import Rollout, WorldState
+from simpact.core.scene import Scene, SceneError
+from solvers.mujoco.world import MujocoWorld
+
+__all__ = ["World", "make_world"]
+
+
+@runtime_checkable
+class World(Protocol):
+    """A scene in a simulator with the robot, ready for rollouts from its initial (settled) snapshot.
+
+    Frames and units: world = robot base frame, metres, seconds, radians; quaternions (w, x, y, z).
+    """
+
+    scene: Scene
+
+    def snapshot(self) -> Any:
+        """The world's exact state, restorable bit for bit."""
+
+    def restore(self, snapshot: Any) -> None:
+        """Put the world back into ``snapshot`` exactly."""
+
+    def state(self) -> WorldState:
+        """The planner's view of the world now: tool pose, gripper opening, every object's pose."""
+
+    def start_pose(self, snapshot: Any = None) -> StartPose:
+        """Where a plan from ``snapshot`` (default: the initial one) begins."""
+
+    def rollouts(self, plans: Sequence[Plan], *, snapshot: Any = None, tail_s: float = 0.0) -> list[Rollout]:
+        """Roll every plan out from ``snapshot`` (default: the initial one), each then held still for
+        ``tail_s`` s; deterministic, and the world's own state is left untouched."""
+
+    def render(self, camera: Any = None) -> Frame:
+        """An RGB-D frame (with object masks) of the world now, from ``camera`` (default: the world's)."""
+
+
+def make_world(scene: Scene, **options: Any) -> World:
+    """The World for ``scene``: MuJoCo when every object is rigid. ``options`` go to the implementation."""
+    kinds = sorted({o.kind for o in scene.objects} - {"rigid"})
+    if kinds:
+        raise SceneError(
+            f"no solver for {', '.join(kinds)} objects yet: this build simulates rigid objects only"
+        )
+    return MujocoWorld(scene, **options)
