@@ -12,6 +12,11 @@ Seed 0 is the nominal scene; seeds >= 1 add uniform offsets drawn from ``randomi
 common offset with ``shared: true``; a list of ranges applies each in turn. ``templates`` holds YAML
 anchors for repeated object fields.
 
+``success.check`` names the check (see :func:`load_check`): a shipped one by name (``pivoting``), an
+importable ``package.module:function``, or a Python file ``path/to/check.py:function`` relative to the task
+file, so a task written outside the package brings its own check. The other ``success`` keys are the
+check's parameters.
+
 An optional ``skeleton`` is the task's symbolic plan with open parameters, the search space of the VLM-free
 planners (``simpact.planner.offline``): a list of actions like the reference, where each parameter is either
 a fixed expression or a range ``[low, high]`` of two expressions. Besides the reference-plan names, an
@@ -22,12 +27,17 @@ expression may use ``a<i>.<field>``, the value already chosen for field ``field`
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import importlib
+import importlib.util
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from types import ModuleType
+from typing import Any, Protocol, cast
 
 import numpy as np
 import yaml
@@ -38,7 +48,17 @@ from simpact.core.expressions import ExpressionError, evaluate
 from simpact.core.rollout import Rollout
 from simpact.core.scene import Scene, SceneError
 
-__all__ = ["Evaluation", "SkeletonStep", "Task", "TaskError", "list_tasks", "load_task", "tasks_dir"]
+__all__ = [
+    "Check",
+    "Evaluation",
+    "SkeletonStep",
+    "Task",
+    "TaskError",
+    "list_tasks",
+    "load_check",
+    "load_task",
+    "tasks_dir",
+]
 
 
 class TaskError(SimpactError, ValueError):
@@ -118,6 +138,77 @@ class Check(Protocol):
     ) -> Evaluation: ...
 
 
+def load_check(spec: str, base: Path, task: str = "?") -> Check:
+    """The success check a task config names in ``success.check``:
+
+    - ``NAME``: a shipped check, ``simpact.checks.NAME``'s ``check``;
+    - ``package.module:function`` (or ``package.module``, function ``check``): any importable module;
+    - ``path/to/check.py:function`` (or ``path/to/check.py``, function ``check``): a Python file, relative
+      to ``base`` (the task file's folder) unless absolute, so a task kept outside the package brings its
+      own check.
+    """
+    target, colon, function = spec.rpartition(":")
+    if not colon:
+        target, function = spec, "check"
+    if not target or not function.isidentifier():
+        raise TaskError(
+            f"task {task}: success check '{spec}' must be NAME, module:function or path/to/check.py:function"
+        )
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        module = _check_file(Path(target).expanduser(), base, spec, task)
+    else:
+        name = target if (colon or "." in target) else f"simpact.checks.{target}"
+        if not all(part.isidentifier() for part in name.split(".")):
+            raise TaskError(f"task {task}: success check '{spec}': '{target}' is not a module name")
+        module = _check_module(name, spec, task)
+    check = getattr(module, function, None)
+    if not callable(check):
+        raise TaskError(
+            f"task {task}: success check '{spec}': {module.__name__} has no function '{function}'"
+        )
+    return cast(Check, check)
+
+
+def _check_module(name: str, spec: str, task: str) -> ModuleType:
+    """Import module ``name`` for check ``spec``; a module that does not exist is a TaskError."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (name == exc.name or name.startswith(f"{exc.name}.")):
+            raise TaskError(f"task {task}: success check '{spec}': importing {name} failed: {exc}") from exc
+        if ":" not in spec and "." not in spec:
+            raise TaskError(f"task {task}: no success check named '{spec}'") from None
+        raise TaskError(f"task {task}: success check '{spec}': no module named '{name}'") from None
+    except (ImportError, SyntaxError) as exc:
+        raise TaskError(f"task {task}: success check '{spec}': importing {name} failed: {exc}") from exc
+
+
+def _check_file(path: Path, base: Path, spec: str, task: str) -> ModuleType:
+    """Load the Python file of check ``spec`` (relative to ``base``) as a module of its own, registered in
+    ``sys.modules`` under a name unique to the file's resolved path."""
+    path = (path if path.is_absolute() else base / path).resolve()
+    if not path.is_file():
+        raise TaskError(f"task {task}: success check '{spec}': file {path} does not exist")
+    stem = re.sub(r"\W", "_", path.stem)
+    name = f"_simpact_task_check_{stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:12]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise TaskError(f"task {task}: success check '{spec}': {path} cannot be loaded as Python")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module  # dataclasses and pickling look a module up by name
+    try:
+        loader_spec.loader.exec_module(module)
+    except (ImportError, SyntaxError) as exc:
+        del sys.modules[name]
+        raise TaskError(f"task {task}: success check '{spec}': importing {path} failed: {exc}") from exc
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def tasks_dir() -> Path:
     """The shipped task configs (inside the installed package)."""
     return Path(str(resources.files("simpact.configs") / "tasks"))
@@ -179,12 +270,9 @@ class Task:
         self.tail_s = float(raw.get("tail_s", 1.0))
         """Hold after the plan before the success check, s."""
         self.success_params: dict[str, Any] = dict(raw["success"])
-        check_name = self.success_params.pop("check", self.name)
-        try:
-            module = importlib.import_module(f"simpact.checks.{check_name}")
-        except ModuleNotFoundError:
-            raise TaskError(f"task {self.name}: no success check named '{check_name}'") from None
-        self._check: Check = module.check
+        self._check: Check = load_check(
+            str(self.success_params.pop("check", self.name)), path.parent if path else Path.cwd(), self.name
+        )
         self.skeleton: tuple[SkeletonStep, ...] | None = (
             _parse_skeleton(raw["skeleton"], f"task {self.name}") if "skeleton" in raw else None
         )

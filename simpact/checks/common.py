@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from simpact.core.robot_names import is_robot_link
 from simpact.core.rollout import Rollout, Trace
 from simpact.core.rotations import tilt_angle
-from solvers.mujoco.robot import ROBOT_PREFIX
 
 __all__ = ["robot_touches", "tilt_deg", "trailing_window", "progress"]
 
@@ -19,7 +19,7 @@ def tilt_deg(quaternion: np.ndarray) -> np.ndarray:
 def robot_touches(rollout: Rollout, name: str) -> bool:
     """Whether a robot link touches object ``name`` at the end of the rollout."""
     return any(
-        (a == name and b.startswith(ROBOT_PREFIX)) or (b == name and a.startswith(ROBOT_PREFIX))
+        (a == name and is_robot_link(b)) or (b == name and is_robot_link(a))
         for a, b in rollout.final_contacts
     )
 
