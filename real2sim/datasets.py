@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame, FrameError, read_frame_bundle
@@ -92,7 +93,6 @@ def shared_data_dir(*parts: str) -> Path:
 def read_posecnn_frame(color_path: str | os.PathLike[str], K: Any = None) -> Frame:
     """A PoseCNN / YCB-Video frame: ``NNNNNN-color.png`` and the ``NNNNNN-depth.png`` beside it (uint16,
     1/10000 m). ``K`` defaults to the YCB-Video camera (:data:`POSECNN_K`)."""
-    from PIL import Image
 
     color = Path(color_path)
     if not color.name.endswith("-color.png"):

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 __all__ = [
     "PALETTE",
@@ -47,7 +48,6 @@ def colour(i: int) -> tuple[int, int, int]:
 
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:
-    from PIL import Image
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

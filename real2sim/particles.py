@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from scipy import ndimage
 
 from simpact.core.errors import SimpactError
 
@@ -110,7 +111,6 @@ def _close(mask: np.ndarray, radius: int) -> np.ndarray:
     """Binary closing (dilate, then erode) with a square of side ``2 * radius + 1``; keeps ``mask``."""
     if radius <= 0:
         return mask
-    from scipy import ndimage
 
     structure = np.ones((2 * radius + 1, 2 * radius + 1), dtype=bool)
     padded = np.pad(mask, radius + 1)
@@ -122,7 +122,6 @@ def _close(mask: np.ndarray, radius: int) -> np.ndarray:
 
 
 def _nearest_fill(height: np.ndarray, observed: np.ndarray, holes: np.ndarray) -> np.ndarray:
-    from scipy import ndimage
 
     _, (ii, jj) = ndimage.distance_transform_edt(~observed, return_indices=True)
     out = height.copy()

@@ -28,9 +28,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from PIL import Image
+from scipy.cluster.vq import kmeans2
+from scipy.optimize import linear_sum_assignment
+from scipy.spatial import ConvexHull, Delaunay, QhullError
 
+from real2sim.datasets import YCB_SIZES_M
+from real2sim.shape import kind_from_label, outline_kind
 from real2sim.table import camera_points, heights_above_table
-from real2sim.types import Segment, TablePlane
+from real2sim.types import Segment, TablePlane, label_words
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 
@@ -42,7 +48,6 @@ __all__ = [
     "SegmentationError",
     "find_clusters",
     "grounded_sam2_settings",
-    "label_words",
     "segment",
 ]
 
@@ -110,11 +115,6 @@ TYPICAL_SIZES_M: dict[str, tuple[float, float, float]] = {
 FLAT_WORDS = frozenset("square area mat marker sheet paper region zone patch target pad coaster".split())
 _SMALL = frozenset({"small", "little", "tiny", "mini", "short", "narrow", "smaller", "smallest"})
 _LARGE = frozenset({"large", "big", "wide", "tall", "huge", "larger", "bigger", "largest", "biggest", "wall"})
-
-
-def label_words(label: str) -> list[str]:
-    """Lower-case words of a label (``"green_bowl"`` -> ``["green", "bowl"]``)."""
-    return [w for w in re.split(r"[^a-z0-9]+", label.lower()) if w]
 
 
 def _normalise(name: str) -> str:
@@ -247,8 +247,6 @@ def find_clusters(
     kept = _merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
 
-    from real2sim.shape import outline_kind
-
     rng = np.random.default_rng(0)
     clusters = []
     for mask, top in kept:
@@ -300,7 +298,6 @@ def _merge_nested(
     regions: list[tuple[np.ndarray, float]], pts: np.ndarray, table: TablePlane, share: float = 0.6
 ) -> list[tuple[np.ndarray, float]]:
     """Merge each region into a larger one when ``share`` of its top-view points lie in that one's outline."""
-    from scipy.spatial import ConvexHull, QhullError
 
     T = table.T_world_cam
     rng = np.random.default_rng(0)
@@ -352,7 +349,6 @@ def _split_at_height_step(
     of the cells (and ``min_cells``) and at most ``max_inside`` of it lies within the higher cells' outline
     (a bowl's floor lies within its rim). Returns ``[(mask, top)]``: the region, or its two parts."""
     import cv2
-    from scipy.spatial import Delaunay
 
     rows, cols = np.nonzero(mask)
     h = height[rows, cols]
@@ -411,7 +407,6 @@ def _colour_cost(cluster_rgb: Sequence[float], word: str) -> float:
 def _known_size(words: Sequence[str]) -> np.ndarray | None:
     """Sorted edge lengths (m) of a known object the label names (all of its name's words in the label; the
     longest such name wins)."""
-    from real2sim.datasets import YCB_SIZES_M
 
     best = None
     for name, size in {**TYPICAL_SIZES_M, **YCB_SIZES_M}.items():
@@ -422,7 +417,6 @@ def _known_size(words: Sequence[str]) -> np.ndarray | None:
 
 
 def _label_kind(label: str) -> str | None:
-    from real2sim.shape import kind_from_label
 
     return kind_from_label(label)[0]
 
@@ -431,7 +425,6 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
     """Hungarian matching of clusters to labels by colour words, size words, the size of objects the label
     names (:data:`TYPICAL_SIZES_M`, :data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline,
     then size order."""
-    from scipy.optimize import linear_sum_assignment
 
     n_c, n_l = len(clusters), len(labels)
     if n_c == 0 or n_l == 0:
@@ -496,7 +489,6 @@ def _split_into_pieces(
     """Cut regions into ``n`` pieces of about equal top-view footprint: each region gets pieces in proportion
     to its footprint (occupied ``cell_m`` cells), found by k-means on those cells (each counts once, however
     many pixels see it); every pixel goes to the nearest piece."""
-    from scipy.cluster.vq import kmeans2
 
     if not masks or n <= 0:
         return []
@@ -674,7 +666,6 @@ def _segment_grounded_sam2(
             f"segmenter 'grounded_sam2' needs the packages groundingdino and sam2 (and torch): {err}"
         ) from None
     import groundingdino.datasets.transforms as gd_transforms
-    from PIL import Image
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     key = (

@@ -33,8 +33,11 @@ from typing import Any
 
 import numpy as np
 import trimesh
+from PIL import Image
+from scipy.optimize import least_squares
+from scipy.spatial import ConvexHull, QhullError
 
-from real2sim.segment import label_words
+from real2sim.types import label_words
 from simpact.core.errors import SimpactError
 
 __all__ = [
@@ -114,7 +117,6 @@ def _circle_fit(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
 
 def _outline(xy: np.ndarray) -> np.ndarray:
     """Vertices of the 2-D convex hull of ``xy``."""
-    from scipy.spatial import ConvexHull, QhullError
 
     try:
         return np.asarray(xy[ConvexHull(xy).vertices])
@@ -140,7 +142,6 @@ def _fit_circle_arc(
     ``centre``/``radius``: centre, radius and the angle (rad) of the arc the points cover. Unlike the outline
     fit it uses the curvature of the whole visible arc, so a cylinder half hidden by an occluder keeps its
     diameter."""
-    from scipy.optimize import least_squares
 
     def residual(x: np.ndarray) -> np.ndarray:
         return np.asarray(np.linalg.norm(xy - x[:2], axis=1) - x[2])
@@ -438,7 +439,6 @@ def _hunyuan3d(
         raise ShapeError(
             f"shape back-end 'hunyuan3d' needs the package hy3dshape (Hunyuan3D 2.1) or hy3dgen (2.0): {err}"
         ) from None
-    from PIL import Image
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     key = (path, dev)

@@ -8,13 +8,14 @@ z = 0 on the table surface). Either way the table top is at world z = 0 in the s
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import numpy as np
 
 from simpact.core.vocab import PARAMETER_SOURCES  # noqa: F401  (named in the docstrings below)
 
-__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane"]
+__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane", "label_words"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -95,3 +96,8 @@ class PhysicalParameters:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def label_words(label: str) -> list[str]:
+    """Lower-case words of a label (``"green_bowl"`` -> ``["green", "bowl"]``)."""
+    return [w for w in re.split(r"[^a-z0-9]+", label.lower()) if w]

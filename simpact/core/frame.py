@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image, UnidentifiedImageError
 
 from simpact.core.errors import SimpactError
 from simpact.core.rotations import rigid_transform_problem
@@ -264,8 +265,6 @@ def write_frame_bundle(frame: Frame, directory: str | os.PathLike[str]) -> Path:
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
 
-    from PIL import Image
-
     Image.fromarray(np.ascontiguousarray(frame.rgb)).save(out / RGB_FILE)
     np.save(out / DEPTH_NPY_FILE, frame.depth, allow_pickle=False)
     (out / DEPTH_PNG_FILE).unlink(missing_ok=True)
@@ -346,7 +345,6 @@ def _load_npy(path: Path) -> np.ndarray:
 
 
 def _open_png(path: Path) -> Any:
-    from PIL import Image, UnidentifiedImageError
 
     if not path.is_file():
         raise FrameError(f"{path}: missing file")
