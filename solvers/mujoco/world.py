@@ -3,6 +3,12 @@
 A rollout expands the plan into waypoints, solves them into joint targets (kinematics only), interpolates
 the targets at every physics step, and steps the physics with ``mujoco.rollout`` (C loop, GIL released).
 Parallel rollouts run one MjData per thread and are bit-identical to the serial path.
+
+:class:`MujocoWorld` implements :class:`solvers.world.World`. Layers above the solvers use it only through
+that protocol, except for auditing (SimuGuard's recorder and screen, the planner's audit, the perf bench,
+the sim2real stand-in robot), which needs MuJoCo's own objects: those are offered through ONE accessor,
+:meth:`MujocoWorld.mujoco` (or :func:`mujoco_access` for a value typed ``World``), returning a
+:class:`MujocoAccess`. Nothing above the solvers reads ``MujocoWorld``'s other attributes.
 """
 
 from __future__ import annotations
@@ -10,8 +16,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -24,11 +32,11 @@ from simpact.core.rotations import quat_about_z, quat_mul, quat_rotate
 from simpact.core.scene import RobotStart, Scene, SceneError
 from simpact.core.trajectory import MotionLimits, expand_plan
 from solvers.mujoco.ik import DifferentialIK
-from solvers.mujoco.render import CameraSpec, add_camera
+from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_camera, object_masks
 from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, ROBOT_PREFIX
 from solvers.mujoco.scene_builder import PhysicsOptions, build_spec
 
-__all__ = ["MujocoWorld", "Snapshot"]
+__all__ = ["VIDEO_CAMERA", "MujocoAccess", "MujocoWorld", "Snapshot", "mujoco_access"]
 
 Snapshot = np.ndarray
 """A full integration state (``mjSTATE_INTEGRATION``: physics, controls and the solver's warm start)."""
@@ -53,6 +61,92 @@ class _Worker:
     def __init__(self, model: mujoco.MjModel) -> None:
         self.data = mujoco.MjData(model)
         self.ik = DifferentialIK()
+
+
+@dataclass(frozen=True)
+class MujocoAccess:
+    """What a :class:`MujocoWorld` offers to auditing: MuJoCo's own objects and the world's conversions.
+
+    ``model`` and ``data`` are the world's own (treat them as read-only; step your own ``new_data()``).
+    Ids and addresses are MuJoCo's: body ids, ``qpos`` / ``qvel`` addresses of each object's free joint
+    (objects without one are fixed). Times in s.
+    """
+
+    model: mujoco.MjModel
+    data: mujoco.MjData
+    """The world's own data (its current state)."""
+    spec: mujoco.MjSpec
+    """The specification the model was compiled from (``spec.to_xml()``: the scene as MJCF)."""
+    camera: CameraSpec
+    """The rendering camera (``simpact_camera`` in the model)."""
+    timestep: float
+    """Physics step, s."""
+    control_dt: float
+    """Control period of a rollout's joint targets, s (``substeps`` physics steps)."""
+    substeps: int
+    initial_snapshot: Snapshot
+    """The settled state rollouts start from by default."""
+    objects: Mapping[str, int]
+    """Object name -> body id, in scene order."""
+    object_qpos: Mapping[str, int]
+    """Object name -> ``qpos`` address of its free joint (movable objects only)."""
+    object_dof: Mapping[str, int]
+    """Object name -> ``qvel`` address of its free joint (movable objects only)."""
+    robot_bodies: frozenset[int]
+    """Body ids of the robot's links."""
+    _world: MujocoWorld = field(repr=False, compare=False)
+
+    def world_state(self, t: float, qpos: np.ndarray, qvel: np.ndarray, sensordata: np.ndarray) -> WorldState:
+        """The planner's view of a MuJoCo state (time s, ``qpos``, ``qvel``, ``sensordata`` after a step)."""
+        return self._world._world_state(t, qpos, qvel, sensordata)
+
+    def new_data(self, snapshot: Snapshot | None = None) -> mujoco.MjData:
+        """A fresh MjData of the model: at MuJoCo's defaults, or in ``snapshot`` exactly (then forwarded)."""
+        data = mujoco.MjData(self.model)
+        if snapshot is not None:
+            self._world.restore(snapshot, data)
+        return data
+
+    def snapshot(self, data: mujoco.MjData) -> Snapshot:
+        """The exact state of ``data`` (``mjSTATE_INTEGRATION``)."""
+        return self._world.snapshot(data)
+
+    def restore(self, snapshot: Snapshot, data: mujoco.MjData) -> None:
+        """Put ``data`` into ``snapshot`` exactly (then ``mj_forward``)."""
+        self._world.restore(snapshot, data)
+
+    def state(self, data: mujoco.MjData) -> WorldState:
+        """The planner's view of ``data`` (after ``mj_forward``)."""
+        return self._world.state(data)
+
+    def contacts(self, data: mujoco.MjData) -> list[tuple[str, str]]:
+        """Body pairs in contact in ``data`` (names sorted within each pair, pairs sorted)."""
+        return self._world.contacts(data)
+
+    def controls(
+        self, plan: Plan, snapshot: Snapshot | None = None, tail_s: float = 0.0
+    ) -> tuple[Plan, np.ndarray, np.ndarray, float]:
+        """What a rollout of ``plan`` from ``snapshot`` (default: the initial one) steps: the plan with its
+        start pose, the control at every physics step (N, nu), the last step of each action, and the
+        largest IK residual (m). Stepping these controls from the snapshot reproduces the rollout bit for
+        bit."""
+        return self._world.controls(plan, self.initial_snapshot if snapshot is None else snapshot, tail_s)
+
+    def ik(self) -> DifferentialIK:
+        """This thread's inverse-kinematics solver of the arm."""
+        return self._world._worker().ik
+
+    def render(self, data: mujoco.MjData) -> Frame:
+        """RGB-D frame with object masks of ``data`` from the world's camera."""
+        return self._world._render(data)
+
+
+def mujoco_access(world: object) -> MujocoAccess:
+    """:meth:`MujocoWorld.mujoco` for a value typed ``solvers.world.World``; a :class:`SceneError` when the
+    world is simulated by another engine (MuJoCo auditing cannot attach to it)."""
+    if not isinstance(world, MujocoWorld):
+        raise SceneError(f"this needs a MuJoCo world; {type(world).__name__} is simulated by another engine")
+    return world.mujoco()
 
 
 class MujocoWorld:
@@ -205,11 +299,61 @@ class MujocoWorld:
 
     def render(self, camera: CameraSpec | None = None) -> Frame:
         """An RGB-D frame with object masks of the world's own state, seen from ``camera`` (its own)."""
-        from solvers.mujoco.playback import render_frame  # playback builds on this module
-
         if camera is not None and camera != self.camera:
             raise ValueError("render(camera): this world renders from the camera it was built with")
-        return render_frame(self)
+        return self._render(self.data)
+
+    def render_trace(self, trace: Trace, row: int = -1) -> Frame:
+        """An RGB-D frame with object masks of a rollout's recorded state ``trace.qpos[row]``."""
+        data = mujoco.MjData(self.model)
+        data.qpos[:] = trace.qpos[row]
+        return self._render(data)
+
+    def _render(self, data: mujoco.MjData) -> Frame:
+        """RGB, metric depth and per-object masks (ids 1.. in scene order) of ``data`` (forwarded first)."""
+        mujoco.mj_forward(self.model, data)
+        ids = {name: i + 1 for i, name in enumerate(self.objects)}
+        with Renderer(self.model, camera=self.camera) as renderer:
+            view = renderer.render(data)
+        masks = object_masks(view.segmentation, self.model, {self.objects[n]: i for n, i in ids.items()})
+        return view.to_frame(masks, {i: n for n, i in ids.items()})
+
+    def write_video(self, trace: Trace, path: str | Path, *, fps: float = 20.0) -> Path:
+        """An mp4 of a rollout's trace at ``path``, ``fps`` frames per second of simulated time, from the
+        oblique :data:`VIDEO_CAMERA`."""
+        data = mujoco.MjData(self.model)
+        times = np.arange(trace.time[0], trace.time[-1] + 1e-9, 1.0 / fps)
+        rows = np.minimum(np.searchsorted(trace.time, times), len(trace) - 1)
+        with (
+            Renderer(self.model, "simpact_video", VIDEO_CAMERA) as renderer,
+            VideoWriter(path, fps=fps) as video,
+        ):
+            for row in rows:
+                data.qpos[:] = trace.qpos[row]
+                mujoco.mj_kinematics(self.model, data)
+                mujoco.mj_camlight(self.model, data)
+                video.append(renderer.render_rgb(data, shadows=False))
+        return Path(path)
+
+    # --- auditing ----------------------------------------------------------------------------------------
+    def mujoco(self) -> MujocoAccess:
+        """MuJoCo's own objects for auditing (see :class:`MujocoAccess`): the one way layers above the
+        solvers reach this engine."""
+        return MujocoAccess(
+            model=self.model,
+            data=self.data,
+            spec=self.spec,
+            camera=self.camera,
+            timestep=self.options.timestep,
+            control_dt=self.limits.control_dt,
+            substeps=self.substeps,
+            initial_snapshot=self.initial_snapshot,
+            objects=self.objects,
+            object_qpos=self.object_qpos,
+            object_dof=self.object_dof,
+            robot_bodies=self.robot_bodies,
+            _world=self,
+        )
 
     # --- rollouts ----------------------------------------------------------------------------------------
     def _worker(self) -> _Worker:
@@ -244,9 +388,10 @@ class MujocoWorld:
         return plan.with_start_pose(start), ctrl, action_end, float(residual.max(initial=0.0))
 
     def rollout(
-        self, plan: Plan, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True
+        self, plan: Plan, *, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True
     ) -> Rollout:
-        """Roll ``plan`` out from ``snapshot`` (default: the initial one), then hold still for ``tail_s`` s.
+        """Roll ``plan`` out from ``snapshot`` (default: the initial one), then hold still for ``tail_s`` s;
+        ``rollouts([plan], ...)[0]``. ``trace``: keep every physics step (a :class:`Trace`).
 
         The world's own state is left untouched; rollouts are deterministic and thread-safe.
         """
@@ -298,19 +443,22 @@ class MujocoWorld:
     def rollouts(
         self,
         plans: Sequence[Plan],
+        *,
         snapshot: Snapshot | None = None,
         tail_s: float = 0.0,
         trace: bool = True,
         nthread: int | None = None,
     ) -> list[Rollout]:
-        """Roll out every plan from the same snapshot, one thread per core; bit for bit equal to serial
-        calls."""
+        """Roll out every plan from the same snapshot, ``nthread`` threads (default: one per core); bit for
+        bit equal to serial calls."""
         nthread = nthread or os.cpu_count() or 1
         if nthread == 1 or len(plans) == 1:
-            return [self.rollout(p, snapshot, tail_s, trace) for p in plans]
+            return [self.rollout(p, snapshot=snapshot, tail_s=tail_s, trace=trace) for p in plans]
         if self._pool is None or self._pool_size != nthread:
             if self._pool is not None:
                 self._pool.shutdown()
             self._pool = ThreadPoolExecutor(nthread, thread_name_prefix="simpact-rollout")
             self._pool_size = nthread
-        return list(self._pool.map(lambda p: self.rollout(p, snapshot, tail_s, trace), plans))
+        return list(
+            self._pool.map(lambda p: self.rollout(p, snapshot=snapshot, tail_s=tail_s, trace=trace), plans)
+        )
