@@ -28,6 +28,9 @@ class SceneError(SimpactError, ValueError):
     """A scene that cannot be built; the message names the object and the field."""
 
 
+_DEFORMABLE_FIELDS = ("particles", "material")
+
+
 @dataclass(frozen=True)
 class SceneObject:
     """One object: geometry, pose in the world frame and physical parameters."""
@@ -52,6 +55,11 @@ class SceneObject:
     """Mesh file (OBJ/STL/PLY) for shape 'mesh'."""
     convex_decomposition: bool | None = None
     """Split a concave mesh into convex parts (coacd) for contact; default: on for bowls and meshes."""
+    particles: str | None = None
+    """Particle file (``.npy``, (N, 3) positions in the world frame, m) of a ``pd`` or ``mpm`` object."""
+    material: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """A deformable's material: ``model`` (e.g. ``plasticine``, ``sand``), ``youngs_modulus`` (Pa),
+    ``poissons_ratio``, ``density`` (kg/m^3), ``friction_angle`` (deg), ``yield_stress`` (Pa)."""
 
     def __post_init__(self) -> None:
         label = f"object '{self.name}'"
@@ -92,7 +100,14 @@ class SceneObject:
             raise SceneError(f"object '{raw.get('name', '?')}': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every field; the deformable ones only when set, so a rigid object's dict is unchanged."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in _DEFORMABLE_FIELDS:
+            if not out[key]:
+                del out[key]
+        if "material" in out:
+            out["material"] = dict(out["material"])
+        return out
 
     def moved(self, **changes: Any) -> SceneObject:
         return replace(self, **changes)

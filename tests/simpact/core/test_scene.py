@@ -44,3 +44,21 @@ def test_scene_round_trip_and_lookups():
         SceneObject.from_dict({**box().to_dict(), "colour": "red"})
     with pytest.raises(SceneError, match="repeated: \\['box'\\]"):
         Scene((box(), box()))
+
+
+def test_a_deformable_object_carries_its_particles_and_material():
+    raw = {
+        "name": "dough",
+        "shape": "box",
+        "size": [0.1, 0.04, 0.03],
+        "position": [0.5, 0.0, 0.015],
+        "kind": "mpm",
+        "particles": "dough.npy",
+        "material": {"model": "plasticine", "youngs_modulus": 2.0e5, "yield_stress": 1.0e3},
+    }
+    obj = SceneObject.from_dict(raw)
+    assert obj.kind == "mpm" and obj.material["model"] == "plasticine"
+    assert SceneObject.from_dict(obj.to_dict()) == obj
+    hash(obj)  # usable in sets and as a key despite its material mapping
+    rigid = SceneObject("box", "box", (0.1, 0.1, 0.1), (0.5, 0.0, 0.05))
+    assert "material" not in rigid.to_dict() and "particles" not in rigid.to_dict()
