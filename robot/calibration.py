@@ -39,7 +39,18 @@ from typing import Any
 import numpy as np
 
 from simpact.core.errors import SimpactError
-from simpact.core.rotations import matrix_to_quat, quat_to_matrix, rigid_transform_problem
+from simpact.core.rotations import (
+    invert_transform,
+    make_transform,
+    matrix_to_quat,
+    mean_transform,
+    nearest_rotation,
+    pose_to_transform,
+    rigid_transform_problem,
+    rotation_exp,
+    rotation_log,
+    transform_error,
+)
 
 __all__ = [
     "MODES",
@@ -89,52 +100,10 @@ def _rigid(T: Any, where: str) -> np.ndarray:
     return a
 
 
-def _inv(T: np.ndarray) -> np.ndarray:
-    out = np.eye(4)
-    R = T[:3, :3]
-    out[:3, :3] = R.T
-    out[:3, 3] = -R.T @ T[:3, 3]
-    return out
-
-
-def _make(R: np.ndarray, t: np.ndarray) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, :3] = R
-    T[:3, 3] = t
-    return T
-
-
-def _log(R: np.ndarray) -> np.ndarray:
-    """Rotation vector (rad) of a rotation matrix."""
-    from scipy.spatial.transform import Rotation
-
-    return np.asarray(Rotation.from_matrix(R).as_rotvec())
-
-
-def _exp(r: np.ndarray) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    return np.asarray(Rotation.from_rotvec(r).as_matrix())
-
-
-def _project_rotation(M: np.ndarray) -> np.ndarray:
-    """The rotation nearest to ``M`` (Frobenius norm)."""
-    U, _, Vt = np.linalg.svd(M)
-    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))])
-    return np.asarray(U @ D @ Vt)
-
-
-def _mean_transform(Ts: Sequence[np.ndarray]) -> np.ndarray:
-    """Chordal mean of the rotations, arithmetic mean of the translations."""
-    R = _project_rotation(sum((T[:3, :3] for T in Ts), np.zeros((3, 3))))
-    return _make(R, np.mean([T[:3, 3] for T in Ts], axis=0))
-
-
 def _pose_error(T_a: np.ndarray, T_b: np.ndarray) -> tuple[float, float]:
     """Translation (mm) and rotation (deg) between two poses."""
-    dt = float(np.linalg.norm(T_a[:3, 3] - T_b[:3, 3])) * 1000.0
-    dr = float(np.degrees(np.linalg.norm(_log(T_a[:3, :3].T @ T_b[:3, :3]))))
-    return dt, dr
+    distance, angle = transform_error(T_a, T_b)
+    return distance * 1000.0, float(np.degrees(angle))
 
 
 # --- extrinsics file --------------------------------------------------------------------------------------
@@ -312,7 +281,9 @@ def detect_board(
     rvec, tvec = cv2.solvePnPRefineLM(obj, pts, K, dist, rvec, tvec)
     projected, _ = cv2.projectPoints(obj, rvec, tvec, K, dist)
     rms = float(np.sqrt(np.mean(np.sum((projected.reshape(-1, 2) - pts) ** 2, axis=1))))
-    T = _make(_exp(np.asarray(rvec, dtype=np.float64).ravel()), np.asarray(tvec, dtype=np.float64).ravel())
+    T = make_transform(
+        rotation_exp(np.asarray(rvec, dtype=np.float64).ravel()), np.asarray(tvec, dtype=np.float64).ravel()
+    )
     return BoardObservation(T, np.asarray(ids).ravel().astype(int), pts, obj, rms)
 
 
@@ -429,7 +400,7 @@ def _ay_xb(T_base_ee: Sequence[Any], T_cam_board: Sequence[Any], mode: str) -> t
         raise CalibrationError(f"hand-eye calibration needs at least 3 views, got {len(T_base_ee)}")
     ee = [_rigid(T, f"T_base_ee of view {i}") for i, T in enumerate(T_base_ee)]
     board = [_rigid(T, f"T_cam_board of view {i}") for i, T in enumerate(T_cam_board)]
-    A = ee if mode == "eye_to_hand" else [_inv(T) for T in ee]
+    A = ee if mode == "eye_to_hand" else [invert_transform(T) for T in ee]
     return A, board
 
 
@@ -439,9 +410,9 @@ def _closed_form(A: Sequence[np.ndarray], B: Sequence[np.ndarray]) -> tuple[np.n
     n = len(A)
     for i in range(n):
         for j in range(i + 1, n):
-            C = A[j] @ _inv(A[i])
-            D = B[j] @ _inv(B[i])
-            a, b = _log(C[:3, :3]), _log(D[:3, :3])
+            C = A[j] @ invert_transform(A[i])
+            D = B[j] @ invert_transform(B[i])
+            a, b = rotation_log(C[:3, :3]), rotation_log(D[:3, :3])
             if np.linalg.norm(a) < _MIN_PAIR_ANGLE or np.linalg.norm(b) < _MIN_PAIR_ANGLE:
                 continue
             alphas.append(a)
@@ -456,22 +427,22 @@ def _closed_form(A: Sequence[np.ndarray], B: Sequence[np.ndarray]) -> tuple[np.n
     axes = np.linalg.svd(np.array(alphas), compute_uv=False)
     if axes[1] < 1e-3 * axes[0]:
         raise CalibrationError("all relative rotations share one axis; tilt the hand about another axis too")
-    R_X = _project_rotation(M)
+    R_X = nearest_rotation(M)
     # Translation: (R_C - I) t_X = R_X t_D - t_C for every pair, in the least-squares sense.
     lhs = np.vstack([C[:3, :3] - np.eye(3) for C, _ in pairs])
     rhs = np.concatenate([R_X @ D[:3, 3] - C[:3, 3] for C, D in pairs])
     t_X = np.linalg.lstsq(lhs, rhs, rcond=None)[0]
-    X = _make(R_X, t_X)
-    Y = _mean_transform([_inv(Ai) @ X @ Bi for Ai, Bi in zip(A, B)])
+    X = make_transform(R_X, t_X)
+    Y = mean_transform([invert_transform(Ai) @ X @ Bi for Ai, Bi in zip(A, B)])
     return X, Y
 
 
 def _params(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    return np.concatenate([_log(X[:3, :3]), X[:3, 3], _log(Y[:3, :3]), Y[:3, 3]])
+    return np.concatenate([rotation_log(X[:3, :3]), X[:3, 3], rotation_log(Y[:3, :3]), Y[:3, 3]])
 
 
 def _unpack(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return _make(_exp(p[0:3]), p[3:6]), _make(_exp(p[6:9]), p[9:12])
+    return make_transform(rotation_exp(p[0:3]), p[3:6]), make_transform(rotation_exp(p[6:9]), p[9:12])
 
 
 def _refine(
@@ -494,8 +465,8 @@ def _refine(
             Xp, Yp = _unpack(p)
             out = []
             for Ai, obs in zip(A, observations):
-                T_cam_board = _inv(Xp) @ Ai @ Yp  # B_i predicted through the robot
-                rvec = _log(T_cam_board[:3, :3])
+                T_cam_board = invert_transform(Xp) @ Ai @ Yp  # B_i predicted through the robot
+                rvec = rotation_log(T_cam_board[:3, :3])
                 proj, _ = cv2.projectPoints(obs.object_points, rvec, T_cam_board[:3, 3], K, dist)
                 out.append((proj.reshape(-1, 2) - obs.image_points).ravel())
             return np.concatenate(out)
@@ -508,7 +479,7 @@ def _refine(
             for Ai, Bi in zip(A, B):
                 lhs, rhs = Ai @ Yp, Xp @ Bi
                 out.append(lhs[:3, 3] - rhs[:3, 3])
-                out.append(_ROTATION_LENGTH_M * _log(lhs[:3, :3].T @ rhs[:3, :3]))
+                out.append(_ROTATION_LENGTH_M * rotation_log(lhs[:3, :3].T @ rhs[:3, :3]))
             return np.concatenate(out)
 
     fit = least_squares(residual, _params(X, Y), method="lm", xtol=1e-12, ftol=1e-12)
@@ -545,7 +516,7 @@ def solve_hand_eye(
     reproj = None
     if observations is not None and Kmat is not None:
         reproj = np.array(
-            [_reprojection(_inv(X) @ Ai @ Y, obs, Kmat, dist) for Ai, obs in zip(A, observations)]
+            [_reprojection(invert_transform(X) @ Ai @ Y, obs, Kmat, dist) for Ai, obs in zip(A, observations)]
         )
     return HandEyeResult(mode, X, Y, errors[:, 0], errors[:, 1], reproj, refined_on)
 
@@ -555,7 +526,7 @@ def _reprojection(T_cam_board: np.ndarray, obs: BoardObservation, K: np.ndarray,
 
     proj, _ = cv2.projectPoints(
         obs.object_points,
-        _log(T_cam_board[:3, :3]),
+        rotation_log(T_cam_board[:3, :3]),
         T_cam_board[:3, 3],
         K,
         np.zeros(5) if dist is None else dist,
@@ -627,8 +598,12 @@ def calibration_poses(
     for _ in range(n):
         tilt = np.radians(rng.uniform(-max_tilt_deg, max_tilt_deg, 2))
         yaw = np.radians(rng.uniform(-max_yaw_deg, max_yaw_deg))
-        R = center[:3, :3] @ _exp(np.array([tilt[0], tilt[1], 0.0])) @ _exp(np.array([0.0, 0.0, yaw]))
-        out.append(_make(R, center[:3, 3] + rng.uniform(-max_shift_m, max_shift_m, 3)))
+        R = (
+            center[:3, :3]
+            @ rotation_exp(np.array([tilt[0], tilt[1], 0.0]))
+            @ rotation_exp(np.array([0.0, 0.0, yaw]))
+        )
+        out.append(make_transform(R, center[:3, 3] + rng.uniform(-max_shift_m, max_shift_m, 3)))
     return out
 
 
@@ -674,11 +649,6 @@ def collect_views(
     return out
 
 
-def _pose(position: np.ndarray, quaternion: np.ndarray) -> np.ndarray:
-    """4x4 pose from a position (m) and a (w, x, y, z) quaternion."""
-    return _make(quat_to_matrix(quaternion), np.asarray(position, float))
-
-
 REST_TOLERANCE = (0.1, 0.01)
 """Pose change (mm, deg) over one settling interval below which the robot counts as at rest."""
 
@@ -722,12 +692,12 @@ def collect_with_robot(
     if views < 3:
         raise CalibrationError(f"hand-eye calibration needs at least 3 views, got {views}")
     with robot:
-        start = _pose(*robot.tcp_pose())
+        start = pose_to_transform(*robot.tcp_pose())
         poses = calibration_poses(start, views, np.random.default_rng(seed))
 
         def move_to(T: np.ndarray) -> np.ndarray:
             robot.move_to(T[:3, 3], matrix_to_quat(T[:3, :3]), speed)
-            return _at_rest(lambda: _pose(*robot.tcp_pose()), settle_s, time.sleep)
+            return _at_rest(lambda: pose_to_transform(*robot.tcp_pose()), settle_s, time.sleep)
 
         try:
             return collect_views(move_to, camera, poses, out_dir, spec, mode, progress)

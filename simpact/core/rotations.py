@@ -1,19 +1,31 @@
-"""Small rotation helpers on quaternions (w, x, y, z); they broadcast over leading axes."""
+"""Small rotation helpers: quaternions (w, x, y, z), which broadcast over leading axes, and rigid transforms
+(4x4 homogeneous matrices ``T_a_b`` mapping points in frame ``b`` to frame ``a``; translations in metres)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "invert_transform",
+    "make_transform",
     "matrix_to_quat",
+    "mean_transform",
+    "nearest_rotation",
+    "pose_to_transform",
     "quat_about_z",
     "quat_conj",
     "quat_mul",
     "quat_rotate",
     "quat_to_matrix",
     "quat_to_rpy",
+    "rigid_transform_problem",
+    "rotation_exp",
+    "rotation_log",
     "tilt_angle",
+    "transform_error",
 ]
 
 
@@ -96,3 +108,64 @@ def rigid_transform_problem(T: np.ndarray, atol: float = 1e-6) -> str | None:
     if not np.allclose(R.T @ R, np.eye(3), atol=atol) or np.linalg.det(R) < 0.0:
         return "is not a rigid transform: its 3x3 block is not a proper rotation (orthonormal, det +1)"
     return None
+
+
+# --- rigid transforms ---------------------------------------------------------------------------------------
+
+
+def make_transform(R: ArrayLike, t: ArrayLike) -> np.ndarray:
+    """The 4x4 transform with rotation ``R`` (3x3) and translation ``t`` (3,), m."""
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = t
+    return T
+
+
+def pose_to_transform(position: ArrayLike, quaternion: ArrayLike) -> np.ndarray:
+    """The 4x4 transform of a pose: ``position`` (3,), m, and a (w, x, y, z) ``quaternion``."""
+    return make_transform(quat_to_matrix(quaternion), np.asarray(position, float))
+
+
+def invert_transform(T: np.ndarray) -> np.ndarray:
+    """The inverse of the rigid transform ``T`` (4x4): ``R.T`` and ``-R.T @ t``, exact for a rotation."""
+    out = np.eye(4)
+    R = T[:3, :3]
+    out[:3, :3] = R.T
+    out[:3, 3] = -R.T @ T[:3, 3]
+    return out
+
+
+def rotation_log(R: ArrayLike) -> np.ndarray:
+    """The rotation vector (axis times angle, rad) of a rotation matrix (3x3)."""
+    from scipy.spatial.transform import Rotation
+
+    return np.asarray(Rotation.from_matrix(R).as_rotvec())
+
+
+def rotation_exp(rotvec: ArrayLike) -> np.ndarray:
+    """The rotation matrix (3x3) of a rotation vector (axis times angle, rad)."""
+    from scipy.spatial.transform import Rotation
+
+    return np.asarray(Rotation.from_rotvec(rotvec).as_matrix())
+
+
+def nearest_rotation(M: np.ndarray) -> np.ndarray:
+    """The rotation matrix nearest to the 3x3 matrix ``M`` in the Frobenius norm (by SVD, det +1)."""
+    U, _, Vt = np.linalg.svd(M)
+    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))])
+    return np.asarray(U @ D @ Vt)
+
+
+def mean_transform(Ts: Sequence[np.ndarray]) -> np.ndarray:
+    """The mean of rigid transforms: the chordal mean of the rotations (the rotation nearest to their sum)
+    and the arithmetic mean of the translations."""
+    R = nearest_rotation(sum((T[:3, :3] for T in Ts), np.zeros((3, 3))))
+    return make_transform(R, np.mean([T[:3, 3] for T in Ts], axis=0))
+
+
+def transform_error(T_a: np.ndarray, T_b: np.ndarray) -> tuple[float, float]:
+    """How far apart two poses are: the distance between their origins, m, and the angle of the rotation
+    between them, rad."""
+    distance = float(np.linalg.norm(T_a[:3, 3] - T_b[:3, 3]))
+    angle = float(np.linalg.norm(rotation_log(T_a[:3, :3].T @ T_b[:3, :3])))
+    return distance, angle
