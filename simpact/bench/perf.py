@@ -15,6 +15,9 @@
   ``audit_bytes_per_step``: compressed bytes recorded per physics step.
 Each ratio is taken ``repeats`` times from back-to-back pairs of timings (A then B, alternating), and the
 median is reported with its range: a shared, noisy machine shifts both halves of a pair alike.
+
+This bench measures the MuJoCo World (:class:`~solvers.mujoco.world.MujocoWorld`): it builds one directly
+and reaches MuJoCo's own objects only through the world's accessor, ``mujoco()``.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from simpact.core.actions import Plan
 from simpact.guard.recorder import Recorder, model_hash
 from simpact.guard.screen import screen
 from simpact.tasks import load_task
-from solvers.mujoco.world import MujocoWorld
+from solvers.mujoco.world import MujocoAccess, MujocoWorld
 
 __all__ = ["run_perf"]
 
@@ -77,19 +80,19 @@ def _variants(plan: Plan, k: int) -> list[Plan]:
 
 
 def _physics_parallel_speedup(
-    world: MujocoWorld, plans: list[Plan], threads: int, repeats: int
+    mj: MujocoAccess, plans: list[Plan], threads: int, repeats: int
 ) -> dict[str, Any]:
     """The machine's ceiling: the same batch's precomputed controls stepped by ``mujoco.rollout`` alone,
     serially vs one thread per core, with no Python work in between."""
-    controls = [world.controls(p, world.initial_snapshot)[1] for p in plans]
-    datas = [mujoco.MjData(world.model) for _ in range(threads)]
-    world.restore(world.initial_snapshot, datas[0])
-    state = np.empty(mujoco.mj_stateSize(world.model, mujoco.mjtState.mjSTATE_FULLPHYSICS))
-    mujoco.mj_getState(world.model, datas[0], state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    controls = [mj.controls(p, mj.initial_snapshot)[1] for p in plans]
+    datas = [mj.new_data() for _ in range(threads)]
+    mj.restore(mj.initial_snapshot, datas[0])
+    state = np.empty(mujoco.mj_stateSize(mj.model, mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    mujoco.mj_getState(mj.model, datas[0], state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
 
     def step(data: mujoco.MjData, batch: list[np.ndarray]) -> None:
         for ctrl in batch:
-            mj_rollout.rollout(world.model, data, state[None], ctrl[None])
+            mj_rollout.rollout(mj.model, data, state[None], ctrl[None])
 
     def parallel() -> None:
         workers = [
@@ -106,9 +109,10 @@ def _physics_parallel_speedup(
 def _audit_overhead(world: MujocoWorld, ctrl: np.ndarray, repeats: int) -> dict[str, Any]:
     """The screened C rollout vs the C rollout, and the full recorder vs the bare ``mj_step`` loop, each in
     alternating pairs, from the same state with the same controls."""
-    model, data = world.model, mujoco.MjData(world.model)
+    mj = world.mujoco()
+    model, data = mj.model, mj.new_data()
     digest = model_hash(model)  # computed once per model, as a World does
-    world.restore(world.initial_snapshot, data)
+    mj.restore(mj.initial_snapshot, data)
     state = np.empty(mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS))
     mujoco.mj_getState(model, data, state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     warmstart = data.qacc_warmstart.copy()
@@ -124,19 +128,19 @@ def _audit_overhead(world: MujocoWorld, ctrl: np.ndarray, repeats: int) -> dict[
     def screened() -> bool:
         states = c_rollout()
         qpos, qvel = states[:-1, 1 : 1 + nq], states[:-1, 1 + nq : 1 + nq + nv]
-        result = screen(model, qpos, qvel, first=first, robot_bodies=world.robot_bodies)
+        result = screen(model, qpos, qvel, first=first, robot_bodies=mj.robot_bodies)
         if result.suspicious:
             monitored(write=False)
         return result.suspicious
 
     def bare() -> None:
-        world.restore(world.initial_snapshot, data)
+        mj.restore(mj.initial_snapshot, data)
         for u in ctrl:
             data.ctrl[:] = u
             mujoco.mj_step(model, data)
 
     def monitored(write: bool = True) -> Recorder:
-        world.restore(world.initial_snapshot, data)
+        mj.restore(mj.initial_snapshot, data)
         with tempfile.TemporaryDirectory(prefix="simuguard-perf-") as tmp:
             recorder = Recorder.for_world(world, data=data, out=tmp if write else None, model_hash=digest)
             recorder.run(ctrl)
@@ -164,13 +168,14 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
     task = load_task(task_name)
     scene = task.scene(0)
     world = MujocoWorld(scene)
+    mj = world.mujoco()
     plan = task.reference_plan(scene, world.start_pose())
-    _, ctrl, _, _ = world.controls(plan, world.initial_snapshot)
+    _, ctrl, _, _ = mj.controls(plan, mj.initial_snapshot)
     nsteps = len(ctrl)
-    model, data = world.model, mujoco.MjData(world.model)
+    model, data = mj.model, mj.new_data()
 
     def bare() -> None:
-        world.restore(world.initial_snapshot, data)
+        mj.restore(mj.initial_snapshot, data)
         for u in ctrl:
             data.ctrl[:] = u
             mujoco.mj_step(model, data)
@@ -187,7 +192,7 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
         lambda: [world.rollout(p) for p in plans], lambda: world.rollouts(plans, nthread=threads), repeats
     )
     serial_s, parallel_s = batch["slow_s"], batch["fast_s"]
-    ceiling = _physics_parallel_speedup(world, plans, threads, repeats)
+    ceiling = _physics_parallel_speedup(mj, plans, threads, repeats)
     identical = all(
         a.trace is not None
         and b.trace is not None
@@ -199,7 +204,7 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
     audit = _audit_overhead(world, ctrl, repeats)
     return {
         "task": task.name,
-        "timestep_s": world.options.timestep,
+        "timestep_s": mj.timestep,
         "steps_per_rollout": nsteps,
         "bare_steps_per_s": round(nsteps / bare_s, 1),
         "rollout_steps_per_s": round(nsteps / rollout_s, 1),

@@ -1,8 +1,10 @@
 """SimuGuard: record every physics step, detect contact artifacts (motion that starts at a contact and that
 neither the robot's contact nor gravity accounts for).
 
-- :class:`Recorder` wraps ``mj_step`` on any MuJoCo model/data pair (or a MujocoWorld) without changing it;
-- :func:`detect` finds contact ejections in a :class:`Recording` and judges them in three stages;
+- :class:`Recorder` (MuJoCo's recorder: one per engine, MuJoCo today) wraps ``mj_step`` on any MuJoCo
+  model/data pair (or a MuJoCo World, through its accessor) without changing it;
+- :func:`detect` (engine-free: it reads a recording's arrays) finds contact ejections in a
+  :class:`Recording` and judges them in three stages;
 - :func:`load_recording` / :func:`save_recording` read and write a recording folder (npz chunks + manifest).
 
 Also: :mod:`simpact.guard.screen` (a conservative first pass over a rollout's own trace, so only rollouts

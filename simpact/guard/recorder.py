@@ -1,5 +1,9 @@
 """The SimuGuard recorder: wraps ``mj_step`` and records every physics step without changing it.
 
+This is MuJoCo's recorder (a recorder per engine, MuJoCo today): it reads ``mjModel`` / ``mjData``, and a
+World's through its one MuJoCo accessor (:func:`solvers.mujoco.world.mujoco_access`). What it writes (a
+:class:`~simpact.guard.store.Recording` of per-step arrays) is engine-free, and so is the detector.
+
 Before each step it takes the full integration state (``mjSTATE_INTEGRATION``: one C call); after each step
 it copies the body poses, the com-based spatial velocities and the contacts (geoms, distance, solver rows and
 forces). Everything else is done once per chunk (default 250 steps), vectorised over the chunk:
@@ -30,6 +34,9 @@ import numpy as np
 
 from simpact.guard.detector import Thresholds
 from simpact.guard.store import Manifest, Recording, write_chunk, write_manifest
+from solvers.mujoco.robot import ROBOT_PREFIX
+from solvers.mujoco.world import mujoco_access
+from solvers.world import World
 
 __all__ = [
     "ACTUATION_FIELDS",
@@ -87,8 +94,6 @@ def body_roles(
     """Per body: ``robot`` (in ``robot_bodies``, else named with ``robot_prefix``), ``static`` (welded to
     the world, or kinematic: mocap) or ``object``."""
     if robot_prefix is None:
-        from solvers.mujoco.robot import ROBOT_PREFIX
-
         robot_prefix = ROBOT_PREFIX
     prefix = (robot_prefix,) if isinstance(robot_prefix, str) else tuple(robot_prefix)
     robots = set(robot_bodies) if robot_bodies is not None else None
@@ -320,18 +325,19 @@ class Recorder:
     @classmethod
     def for_world(
         cls,
-        world: Any,
+        world: World,
         data: mujoco.MjData | None = None,
         model: mujoco.MjModel | None = None,
         **kwargs: Any,
     ) -> Recorder:
-        """A recorder on a :class:`~solvers.mujoco.world.MujocoWorld` (its own data unless ``data``; its own
-        model unless ``model``, e.g. a changed copy), with the world's robot links."""
-        meta = {"objects": dict(world.objects), **(kwargs.pop("meta", None) or {})}
+        """A recorder on a MuJoCo World (its own data unless ``data``; its own model unless ``model``, e.g.
+        a changed copy), with the world's robot links; a SceneError for a world of another engine."""
+        mj = mujoco_access(world)
+        meta = {"objects": dict(mj.objects), **(kwargs.pop("meta", None) or {})}
         return cls(
-            world.model if model is None else model,
-            world.data if data is None else data,
-            robot_bodies=world.robot_bodies,
+            mj.model if model is None else model,
+            mj.data if data is None else data,
+            robot_bodies=mj.robot_bodies,
             meta=meta,
             **kwargs,
         )

@@ -7,7 +7,7 @@ A recording is replayable when its manifest's ``meta["source"]`` says how to reb
 - ``{"kind": "mjcf", "path": "/abs/scene.xml", "sha256": ..., "keyframe": 0 | None}``: an MJCF file, started
   from its first keyframe when it has one (``keyframe``), with ``ctrl`` zeroed before step 0;
 - ``{"kind": "task", "task": NAME_OR_PATH, "seed": N, "tail_s": s, "plan": {...}, "action_end": [...]}``: a
-  task scene (``simpact.tasks``) in a :class:`~solvers.mujoco.world.MujocoWorld`, started from the world's
+  task scene (``simpact.tasks``) in its World (``make_world``; MuJoCo), started from the world's
   settled initial snapshot; ``plan`` and ``action_end`` (last physics step of each action) let a rerun be
   scored by the task's own check. ``meta["outcome"]`` holds that check's verdict on the recorded episode.
 
@@ -29,9 +29,14 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.actions import Plan
 from simpact.core.errors import SimpactError
+from simpact.core.rollout import Rollout, Trace
 from simpact.guard.recorder import Recorder, model_hash
 from simpact.guard.store import Recording, load_recording
+from simpact.tasks import Evaluation, Task, load_task
+from solvers.mujoco.world import Snapshot, mujoco_access
+from solvers.world import World, make_world
 
 __all__ = [
     "Built",
@@ -83,9 +88,9 @@ class Built:
 
     model: mujoco.MjModel
     data: mujoco.MjData
-    world: Any = None
-    """The MujocoWorld of a task source (None for MJCF)."""
-    task: Any = None
+    world: World | None = None
+    """The World of a task source (None for MJCF)."""
+    task: Task | None = None
     scene: Any = None
 
 
@@ -119,15 +124,11 @@ def build(source: Mapping[str, Any]) -> Built:
         model, data, _ = _load_mjcf(path)
         return Built(model, data)
     if kind == "task":
-        from simpact.tasks import load_task
-        from solvers.mujoco.world import MujocoWorld
-
         task = load_task(source["task"])
         scene = task.scene(int(source.get("seed", 0)))
-        world = MujocoWorld(scene)
-        data = mujoco.MjData(world.model)
-        world.restore(world.initial_snapshot, data)
-        return Built(world.model, data, world, task, scene)
+        world = make_world(scene)
+        mj = mujoco_access(world)
+        return Built(mj.model, mj.new_data(mj.initial_snapshot), world, task, scene)
     raise ReplayError(
         "the recording has no replayable scene source (manifest meta.source with kind 'mjcf' or 'task')"
     )
@@ -159,23 +160,21 @@ class Collector:
 
 def task_rollout(
     built: Built,
-    plan: Any,
+    plan: Plan,
     action_end: Sequence[int],
     collector: Collector,
     ctrl: np.ndarray,
-    snapshot: np.ndarray | None = None,
+    snapshot: Snapshot | None = None,
     ik_residual_max: float = 0.0,
     wall_s: float = 0.0,
-) -> Any:
-    """A :class:`~simpact.core.rollout.Rollout` of a stepped episode of ``plan`` (a Plan) from ``snapshot``
+) -> Rollout:
+    """A :class:`~simpact.core.rollout.Rollout` of a stepped episode of ``plan`` from ``snapshot``
     (default: the world's initial one), rebuilt from the collected rows with the World's own conversion."""
-    from simpact.core.rollout import Rollout, Trace
-
-    world, model = built.world, built.model
+    mj, model = mujoco_access(built.world), built.model
     t, qpos, qvel, sens = collector.arrays(model)
     first = mujoco.MjData(model)
-    world.restore(world.initial_snapshot if snapshot is None else snapshot, first)
-    ws = world._world_state  # the World's own conversion (qpos, qvel, sensordata -> WorldState)
+    mj.restore(mj.initial_snapshot if snapshot is None else snapshot, first)
+    ws = mj.world_state  # the World's own conversion (qpos, qvel, sensordata -> WorldState)
     initial = ws(float(first.time), first.qpos, first.qvel, first.sensordata)
     ends = [ws(float(t[i]), qpos[i], qvel[i], sens[i]) for i in action_end if i < len(t)]
     final = ws(float(t[-1]), qpos[-1], qvel[-1], sens[-1])
@@ -191,20 +190,22 @@ def task_rollout(
         tcp_position=sens[:, adr["tcp_pos"]],
         tcp_quaternion=sens[:, adr["tcp_quat"]],
         gripper_width=sens[:, adr["finger_joint1"]][:, 0] + sens[:, adr["finger_joint2"]][:, 0],
-        object_qpos=dict(world.object_qpos),
+        object_qpos=dict(mj.object_qpos),
     )
     last = mujoco.MjData(model)
     spec = int(mujoco.mjtState.mjSTATE_TIME | mujoco.mjtState.mjSTATE_QPOS | mujoco.mjtState.mjSTATE_QVEL)
     mujoco.mj_setState(model, last, np.r_[t[-1], qpos[-1], qvel[-1]], spec)
     mujoco.mj_forward(model, last)
-    contacts = world.contacts(last)
+    contacts = mj.contacts(last)
     return Rollout(plan, initial, ends, final, trace, contacts, ik_residual_max, len(t), wall_s)
 
 
-def task_outcome(built: Built, source: Mapping[str, Any], collector: Collector, ctrl: np.ndarray) -> Any:
+def task_outcome(
+    built: Built, source: Mapping[str, Any], collector: Collector, ctrl: np.ndarray
+) -> Evaluation:
     """The task's own evaluation of a stepped episode (its Rollout rebuilt from the collected rows)."""
-    from simpact.core.actions import Plan
-
+    if built.task is None:
+        raise ReplayError("the rebuilt scene has no task to evaluate the episode with")
     plan = Plan.from_dict(source["plan"])
     rollout = task_rollout(built, plan, source["action_end"], collector, ctrl)
     return built.task.evaluate(rollout, built.scene, int(source.get("seed", 0)))
@@ -215,17 +216,15 @@ def record_task_rollout(
     task_name: str, seed: int = 0, plan: Any = None, out: str | Path | None = None, **recorder_kw: Any
 ) -> Recording:
     """Record a task's rollout of ``plan`` (default: the task's reference plan) exactly as
-    ``MujocoWorld.rollout`` steps it, with a ``task`` scene source and the task's verdict
+    the World's ``rollout`` steps it, with a ``task`` scene source and the task's verdict
     (``meta["outcome"]``: success, score)."""
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
     task = load_task(task_name)
     scene = task.scene(seed)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
+    mj = mujoco_access(world)
     if plan is None:
         plan = task.reference_plan(scene, world.start_pose(), seed)
-    full_plan, ctrl, action_end, _ = world.controls(plan, world.initial_snapshot, task.tail_s)
+    full_plan, ctrl, action_end, _ = mj.controls(plan, mj.initial_snapshot, task.tail_s)
     name = str(Path(task_name).resolve()) if Path(task_name).is_file() else task.name
     source = {
         "kind": "task",
@@ -235,15 +234,14 @@ def record_task_rollout(
         "plan": full_plan.to_dict(),
         "action_end": [int(i) for i in action_end],
     }
-    data = mujoco.MjData(world.model)
-    world.restore(world.initial_snapshot, data)
+    data = mj.new_data(mj.initial_snapshot)
     collector = Collector()
     meta = {"source": source, **recorder_kw.pop("meta", {})}
     recorder = Recorder.for_world(
         world, data, out=out, seed=seed, meta=meta, hooks=[collector], **recorder_kw
     )
     recorder.run(ctrl)
-    built = Built(world.model, data, world, task, scene)
+    built = Built(mj.model, data, world, task, scene)
     evaluation = task_outcome(built, source, collector, ctrl)
     recorder.manifest.meta["outcome"] = {"success": evaluation.success, "score": evaluation.score}
     return recorder.close()

@@ -10,7 +10,7 @@ Parameters (``PARAM[:BODY]=VALUE``; ``BODY`` defaults to the body of the first f
 - ``solref=s`` / ``solref:BODY=s`` — contact time constant of every geom (or of the body's geoms, which then
   take priority in every contact they make);
 - ``timestep=s`` — physics step. The episode keeps its duration; the recorded actuation is resampled on the
-  time axis: each recorded value is taken as the target at the end of its step (``MujocoWorld.controls``
+  time axis: each recorded value is taken as the target at the end of its step (a MuJoCo world's controls
   interpolates targets that way), so continuous inputs (ctrl, forces, mocap poses) are linearly
   interpolated at each new step's end time, mocap quaternions renormalised, ``eq_active`` held;
   between-step writes move to the nearest new step;
@@ -53,6 +53,8 @@ from simpact.guard.replay import (
     task_outcome,
 )
 from simpact.guard.store import Recording, load_recording
+from solvers.mujoco.world import Snapshot, mujoco_access
+from solvers.world import World
 
 __all__ = ["PARAMS", "Change", "RerunError", "RerunResult", "change_model", "rerun", "rerun_controls"]
 
@@ -272,8 +274,8 @@ def _clamp(
 
 
 def rerun_controls(
-    world: Any,
-    snapshot: np.ndarray,
+    world: World,
+    snapshot: Snapshot,
     ctrl: np.ndarray,
     change: Change,
     *,
@@ -283,7 +285,7 @@ def rerun_controls(
     hooks: Sequence[Hook] = (),
     meta: Mapping[str, Any] | None = None,
 ) -> tuple[Recording, mujoco.MjModel]:
-    """Record ``ctrl`` (N, nu) stepped from ``snapshot`` on a copy of a MujocoWorld's model, with ``change``
+    """Record ``ctrl`` (N, nu) stepped from ``snapshot`` on a copy of a MuJoCo world's model, with ``change``
     applied from step ``switch`` on (steps before it are the world's own physics, bit for bit); the world is
     not touched. Returns the recording and the changed model. ``timestep`` is refused: the controls are per
     physics step."""
@@ -291,7 +293,7 @@ def rerun_controls(
         raise RerunError("timestep: a rerun of per-step controls keeps the physics step")
     if not 0 <= switch <= len(ctrl):
         raise RerunError(f"switch step {switch} is outside the {len(ctrl)} steps")
-    model = copy.copy(world.model)
+    model = copy.copy(mujoco_access(world).model)
     data = mujoco.MjData(model)
     mujoco.mj_setState(model, data, snapshot, mujoco.mjtState.mjSTATE_INTEGRATION)
     mujoco.mj_forward(model, data)

@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Episode", "Scores", "score"]
+__all__ = ["ScoredEpisode", "Scores", "score"]
 
 
 @dataclass(frozen=True)
-class Episode:
+class ScoredEpisode:
+    """One episode as scored: its outcome, whether it is flagged, and its rerun's outcome."""
+
     name: str
     success: bool
     """Outcome as run (y_e)."""
@@ -45,7 +47,7 @@ class Scores:
         return asdict(self)
 
 
-def score(episodes: Sequence[Episode]) -> Scores:
+def score(episodes: Sequence[ScoredEpisode]) -> Scores:
     """The four scores of §3.6 over ``episodes`` (see the module docstring)."""
     n = len(episodes)
     if n == 0:

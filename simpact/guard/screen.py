@@ -26,8 +26,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from simpact.core.rollout import Rollout
 from simpact.guard.detector import Thresholds
 from simpact.guard.recorder import _cross, _rotate, body_roles, state_layout
+from solvers.mujoco.world import Snapshot, mujoco_access
+from solvers.world import World
 
 __all__ = ["RELAX", "ScreenResult", "free_bodies_motion", "free_joint", "screen", "screen_rollout"]
 
@@ -85,24 +88,25 @@ def free_joint(model: mujoco.MjModel, body: int) -> bool:
 
 
 def screen_rollout(
-    world: Any, rollout: Any, snapshot: np.ndarray | None = None, thresholds: Thresholds | None = None
+    world: World, rollout: Rollout, snapshot: Snapshot | None = None, thresholds: Thresholds | None = None
 ) -> ScreenResult:
-    """:func:`screen` a MujocoWorld rollout from ``snapshot`` (default: the world's initial one): the
+    """:func:`screen` a MuJoCo world's rollout from ``snapshot`` (default: the world's initial one): the
     snapshot's state, then every row of its trace but the last (a trace's rows are the states after each
     step)."""
     if rollout.trace is None:
         raise ValueError("the rollout has no trace (roll out with trace=True to screen it)")
-    snapshot = world.initial_snapshot if snapshot is None else snapshot
-    layout = state_layout(world.model)
+    mj = mujoco_access(world)
+    snapshot = mj.initial_snapshot if snapshot is None else snapshot
+    layout = state_layout(mj.model)
     (oq, nq), (ov, nv) = layout["qpos"], layout["qvel"]
     first = (snapshot[oq : oq + nq], snapshot[ov : ov + nv])
     trace = rollout.trace
     return screen(
-        world.model,
+        mj.model,
         trace.qpos[:-1],
         trace.qvel[:-1],
         first=first,
-        robot_bodies=world.robot_bodies,
+        robot_bodies=mj.robot_bodies,
         thresholds=thresholds,
     )
 

@@ -1,7 +1,7 @@
 """Settle check for a scene (e.g. one real2sim built): let it rest with no control and see what happens.
 
 The scene starts as placed: objects at their scene poses, at rest, the robot at its start pose with its
-controllers holding it (the state a :class:`~solvers.mujoco.world.MujocoWorld` is in before its own settling,
+controllers holding it (the state a MuJoCo World (:mod:`solvers.mujoco.world`) is in before its own settling,
 so overlaps that settling would hide are seen). It is stepped for ``seconds`` with the controls held, every
 step recorded by the :class:`~simpact.guard.recorder.Recorder`, and the detector is run on the recording.
 
@@ -23,7 +23,8 @@ from simpact.core.scene import Scene
 from simpact.guard.detector import Event, Thresholds, detect
 from simpact.guard.recorder import Recorder, state_layout
 from solvers.mujoco.robot import ARM_JOINTS, FINGER_JOINTS
-from solvers.mujoco.world import MujocoWorld
+from solvers.mujoco.world import mujoco_access
+from solvers.world import World, make_world
 
 __all__ = ["ObjectMotion", "Overlap", "SettleReport", "placed_state", "settle_check"]
 
@@ -116,15 +117,16 @@ class SettleReport:
         }
 
 
-def placed_state(world: MujocoWorld, data: mujoco.MjData) -> None:
+def placed_state(world: World, data: mujoco.MjData) -> None:
     """Put ``data`` into the world's state as placed, before its settling: the model's reference pose
     (objects at their scene poses) at rest, the arm and fingers at the controllers' targets of the initial
     snapshot (the robot's start, solved by IK when the world was built). ``mj_step`` for ``SETTLE_S`` from it
-    reproduces ``world.initial_snapshot`` bit for bit."""
-    model = world.model
+    reproduces ``world.initial_snapshot`` bit for bit. ``world`` must be a MuJoCo world."""
+    mj = mujoco_access(world)
+    model = mj.model
     mujoco.mj_resetData(model, data)
     offset, size = state_layout(model)["ctrl"]
-    ctrl = world.initial_snapshot[offset : offset + size]
+    ctrl = mj.initial_snapshot[offset : offset + size]
     data.ctrl[:] = ctrl
     arm = [int(model.joint(j).qposadr[0]) for j in ARM_JOINTS]
     data.qpos[arm] = ctrl[: len(arm)]
@@ -153,7 +155,7 @@ def _angle(q0: np.ndarray, q1: np.ndarray) -> float:
 
 
 def settle_check(
-    scene_or_world: Scene | MujocoWorld,
+    scene_or_world: Scene | World,
     seconds: float = 1.0,
     *,
     thresholds: Thresholds | None = None,
@@ -163,13 +165,14 @@ def settle_check(
     """Let a scene rest for ``seconds`` (s) with the robot holding its start pose, from the state as placed
     (see the module docstring); report artifacts, overlaps at t = 0 and every object's motion.
 
-    A :class:`Scene` is built into a :class:`MujocoWorld` first; a world is used as is (its own data is not
-    touched)."""
+    A :class:`Scene` is built into its World (``make_world``) first; a world (MuJoCo) is used as is (its own
+    data is not touched)."""
     if not seconds > 0:
         raise ValueError(f"seconds must be positive, got {seconds}")
-    world = scene_or_world if isinstance(scene_or_world, MujocoWorld) else MujocoWorld(scene_or_world)
-    model = world.model
-    data = mujoco.MjData(model)
+    world = make_world(scene_or_world) if isinstance(scene_or_world, Scene) else scene_or_world
+    mj = mujoco_access(world)
+    model = mj.model
+    data = mj.new_data()
     placed_state(world, data)
     recorder = Recorder.for_world(
         world, data=data, thresholds=thresholds, meta={"settle_s": seconds, **(meta or {})}
@@ -179,12 +182,12 @@ def settle_check(
     nsteps = max(1, int(round(seconds / model.opt.timestep)))
     recorder.run(np.tile(data.ctrl, (nsteps, 1)))
     mujoco.mj_forward(model, data)  # poses after the last step (the recording's rows start each step)
-    end_pos = {name: data.xpos[b].copy() for name, b in world.objects.items()}
-    end_quat = {name: data.xquat[b].copy() for name, b in world.objects.items()}
+    end_pos = {name: data.xpos[b].copy() for name, b in mj.objects.items()}
+    end_quat = {name: data.xquat[b].copy() for name, b in mj.objects.items()}
     rec = recorder.close()
     events = detect(rec, thresholds)
     motion = {}
-    for name, b in world.objects.items():
+    for name, b in mj.objects.items():
         if recorder.manifest.roles[b] != "object":
             continue  # fixed objects and markers do not move
         p0, q0 = rec.xpos[0, b], rec.xquat[0, b]

@@ -6,7 +6,7 @@ schedule, a step count and a label. Parameters (sizes, masses, overlaps, speeds,
 ``numpy.random.default_rng(seed)``; the family is ``FAMILIES[seed % len(FAMILIES)]``, so seeds ``0..53``
 hold six episodes of each of the nine families.
 
-Positives (an artifact is expected on ``Episode.body``):
+Positives (an artifact is expected on ``SuiteEpisode.body``):
 
 - ``overlap``: a lid created 1.5-3 cm deep inside a base box, stiff contacts (solref 4 ms);
 - ``kick_rest``: a box resting on the floor gets a one-step impulse (``xfrc_applied``) no contact explains;
@@ -38,7 +38,7 @@ __all__ = [
     "FAMILIES",
     "NEGATIVES",
     "POSITIVES",
-    "Episode",
+    "SuiteEpisode",
     "Kick",
     "Schedule",
     "audit_events",
@@ -114,7 +114,7 @@ def _interp(keys: Keyframes, t: float) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Episode:
+class SuiteEpisode:
     """One labelled episode: MJCF scene (starting from its first keyframe when it has one), control
     schedule, number of physics steps and label."""
 
@@ -399,14 +399,14 @@ _BUILDERS: dict[str, tuple[Callable[[np.random.Generator], Built], str | None]] 
 }
 
 
-def episode(seed: int, family: str | None = None) -> Episode:
+def episode(seed: int, family: str | None = None) -> SuiteEpisode:
     """The episode of ``seed`` (family ``FAMILIES[seed % 9]`` unless given); deterministic in ``seed``."""
     family = family or FAMILIES[seed % len(FAMILIES)]
     if family not in _BUILDERS:
         raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
     build, body = _BUILDERS[family]
     spec, control, duration, params = build(np.random.default_rng(seed))
-    return Episode(
+    return SuiteEpisode(
         name=f"{family}-{seed:03d}",
         family=family,
         seed=seed,
@@ -419,7 +419,7 @@ def episode(seed: int, family: str | None = None) -> Episode:
     )
 
 
-def suite(seeds: Sequence[int] = range(54)) -> list[Episode]:
+def suite(seeds: Sequence[int] = range(54)) -> list[SuiteEpisode]:
     """The episodes of ``seeds`` (the default 54: six per family)."""
     return [episode(s) for s in seeds]
 
@@ -511,7 +511,7 @@ def audit_events(recording: Recording, thresholds: Thresholds | None = None) -> 
     return sorted(events, key=lambda e: (e.onset_step, e.body_id))
 
 
-def run_episode(ep: Episode, out: str | Path | None = None) -> tuple[Recording, list[Event]]:
+def run_episode(ep: SuiteEpisode, out: str | Path | None = None) -> tuple[Recording, list[Event]]:
     """Simulate ``ep`` under a :class:`Recorder` (to the folder ``out`` when given); its recording and
     :func:`audit_events`."""
     model = mujoco.MjModel.from_xml_string(ep.xml)

@@ -9,6 +9,7 @@ from mujoco import rollout
 
 from simpact.guard import Recorder, com_velocity
 from simpact.guard.recorder import _ContactBuffer, state_layout
+from solvers.mujoco.world import mujoco_access
 
 ARM = """<mujoco><option timestep="0.002" cone="{cone}"/>
 <worldbody>
@@ -64,31 +65,31 @@ def test_monitor_on_and_off_give_bit_identical_trajectories(cone):
 
 def test_recorded_run_equals_the_worlds_rollout():
     from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
+    from solvers.world import make_world
 
     task = load_task("non_toppling_push")
     scene = task.scene(0)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
+    mj = mujoco_access(world)
     plan = task.reference_plan(scene, world.start_pose())
-    _, ctrl, _, _ = world.controls(plan, world.initial_snapshot)
+    _, ctrl, _, _ = mj.controls(plan, mj.initial_snapshot)
     ctrl = ctrl[:1500]
-    data = mujoco.MjData(world.model)
-    world.restore(world.initial_snapshot, data)
-    full = np.empty(mujoco.mj_stateSize(world.model, mujoco.mjtState.mjSTATE_FULLPHYSICS))
-    mujoco.mj_getState(world.model, data, full, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    data = mj.new_data(mj.initial_snapshot)
+    full = np.empty(mujoco.mj_stateSize(mj.model, mujoco.mjtState.mjSTATE_FULLPHYSICS))
+    mujoco.mj_getState(mj.model, data, full, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     states, _ = rollout.rollout(  # the World's own stepping path, on the same controls
-        world.model, data, full[None], ctrl[None], initial_warmstart=data.qacc_warmstart.copy()[None]
+        mj.model, data, full[None], ctrl[None], initial_warmstart=data.qacc_warmstart.copy()[None]
     )
-    world.restore(world.initial_snapshot, data)
+    mj.restore(mj.initial_snapshot, data)
     recorder = Recorder.for_world(world, data, model_hash="test")
     recorder.run(ctrl)
-    nq = world.model.nq
+    nq = mj.model.nq
     assert np.array_equal(data.qpos, states[0, -1, 1 : 1 + nq])
     rec = recorder.close()
     roles = dict(zip(rec.manifest.bodies, rec.manifest.roles))
     assert roles["hand"] == "robot" and roles["fr3_link3"] == "robot"
     assert roles["carton"] == "object" and roles["world"] == "static"
-    assert rec.manifest.meta["objects"] == world.objects
+    assert rec.manifest.meta["objects"] == mj.objects
 
 
 def test_com_velocity_matches_mj_object_velocity():

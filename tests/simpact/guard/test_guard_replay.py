@@ -10,6 +10,8 @@ import pytest
 
 from simpact.guard import load_recording, save_recording
 from simpact.guard.replay import record_mjcf, record_task_rollout, replay
+from simpact.tasks import load_task
+from solvers.world import make_world
 
 BOXES = """<mujoco><option timestep="0.002"/>
 <worldbody><geom name="floor" type="plane" size="2 2 0.1"/>
@@ -39,13 +41,10 @@ def test_task_episode_replays_exactly_in_a_fresh_process(bowl):
 
 
 def test_recorded_outcome_matches_the_worlds_rollout(bowl):
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
     _, rec = bowl
     task = load_task("bowl_stacking")
     scene = task.scene(0)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
     evaluation = task.evaluate(rollout, scene, 0)
     assert rec.manifest.meta["outcome"] == {"success": evaluation.success, "score": evaluation.score}

@@ -2,18 +2,18 @@
 
 import pytest
 
-from simpact.guard.score import Episode, score
+from simpact.guard.score import ScoredEpisode, score
 
 
 def test_scores_on_hand_made_numbers():
-    eps = [Episode(f"ok{i}", True, False) for i in range(5)]
-    eps += [Episode("fail", False, False)]
+    eps = [ScoredEpisode(f"ok{i}", True, False) for i in range(5)]
+    eps += [ScoredEpisode("fail", False, False)]
     eps += [
-        Episode("f1", False, True, True),
-        Episode("f2", False, True, False),
-        Episode("f3", True, True, True),
+        ScoredEpisode("f1", False, True, True),
+        ScoredEpisode("f2", False, True, False),
+        ScoredEpisode("f3", True, True, True),
     ]
-    eps += [Episode("f4", True, True, False)]
+    eps += [ScoredEpisode("f4", True, True, False)]
     s = score(eps)  # N = 10, S = 7, A = {f1..f4} with y = 0, 0, 1, 1 and r = 1, 0, 1, 0
     assert (s.episodes, s.successes, s.flagged) == (10, 7, 4)
     assert s.reported == pytest.approx(0.7)
@@ -23,7 +23,7 @@ def test_scores_on_hand_made_numbers():
 
 
 def test_missing_reruns_and_no_clean_episode():
-    s = score([Episode("a", False, True), Episode("b", True, True, True)])
+    s = score([ScoredEpisode("a", False, True), ScoredEpisode("b", True, True, True)])
     assert s.replay is None and s.missing_reruns == ["a"] and s.excluded is None
     assert (s.low, s.high) == (0.0, 1.0)
     with pytest.raises(ValueError):

@@ -7,6 +7,9 @@ from simpact.guard import Recorder, detect
 from simpact.guard.recorder import state_layout
 from simpact.guard.screen import free_bodies_motion, screen, screen_rollout
 from simpact.guard.suite import ROBOT_PREFIX, suite
+from simpact.tasks import load_task
+from solvers.mujoco.world import mujoco_access
+from solvers.world import make_world
 
 
 def test_every_suite_episode_with_an_event_is_suspicious():
@@ -33,27 +36,24 @@ def test_every_suite_episode_with_an_event_is_suspicious():
 
 
 def test_screen_sees_what_the_recorder_records():
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
     task = load_task("non_toppling_push")
     scene = task.scene(0)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
+    mj = mujoco_access(world)
     rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
     assert not screen_rollout(world, rollout).suspicious
-    _, ctrl, _, _ = world.controls(rollout.plan, world.initial_snapshot, task.tail_s)
-    data = mujoco.MjData(world.model)
-    world.restore(world.initial_snapshot, data)
+    _, ctrl, _, _ = mj.controls(rollout.plan, mj.initial_snapshot, task.tail_s)
+    data = mj.new_data(mj.initial_snapshot)
     recorder = Recorder.for_world(world, data)
     recorder.run(ctrl)
     rec = recorder.close()
-    layout = state_layout(world.model)
+    layout = state_layout(mj.model)
     (oq, nq), (ov, nv) = layout["qpos"], layout["qvel"]
-    snap = world.initial_snapshot
-    objects = sorted(world.objects.values())
+    snap = mj.initial_snapshot
+    objects = sorted(mj.objects.values())
     first = (snap[oq : oq + nq], snap[ov : ov + nv])
     trace = rollout.trace
-    pos, vel = free_bodies_motion(world.model, objects, trace.qpos[:-1], trace.qvel[:-1], first)
+    pos, vel = free_bodies_motion(mj.model, objects, trace.qpos[:-1], trace.qvel[:-1], first)
     assert np.array_equal(pos, rec.xpos[:, objects])  # a free body's frame is its joint's position
     np.testing.assert_allclose(vel, rec.vel[:, objects], rtol=0, atol=1e-12)
 

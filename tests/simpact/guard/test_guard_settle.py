@@ -8,7 +8,8 @@ import pytest
 
 from simpact.core.scene import Scene, SceneObject
 from simpact.guard.settle import placed_state, settle_check
-from solvers.mujoco.world import SETTLE_S, MujocoWorld
+from solvers.mujoco.world import SETTLE_S, mujoco_access
+from solvers.world import make_world
 
 RESTING = Scene((SceneObject("box", "box", (0.05, 0.05, 0.05), (0.5, 0.0, 0.025), mass=0.2),))
 # a light 8 cm lid created 7 cm deep inside a 10 cm crate (what a bad real2sim fit can produce)
@@ -21,7 +22,7 @@ OVERLAPPING = Scene(
 
 
 def test_box_resting_on_the_table_is_clean():
-    world = MujocoWorld(RESTING)
+    world = make_world(RESTING)
     before = world.snapshot()
     report = settle_check(world)
     assert np.array_equal(world.snapshot(), before)  # the world's own data is not touched
@@ -49,11 +50,12 @@ def test_boxes_created_overlapping_report_the_overlap_and_an_artifact():
 
 
 def test_placed_state_is_the_world_before_its_settling():
-    world = MujocoWorld(OVERLAPPING)
-    data = mujoco.MjData(world.model)
+    world = make_world(OVERLAPPING)
+    mj = mujoco_access(world)
+    data = mj.new_data()
     placed_state(world, data)
-    mujoco.mj_step(world.model, data, round(SETTLE_S / world.options.timestep))
-    assert np.array_equal(world.snapshot(data).view(np.uint64), world.initial_snapshot.view(np.uint64))
+    mujoco.mj_step(mj.model, data, round(SETTLE_S / mj.timestep))
+    assert np.array_equal(mj.snapshot(data).view(np.uint64), world.initial_snapshot.view(np.uint64))
 
 
 def test_seconds_must_be_positive():
