@@ -16,7 +16,7 @@ import numpy as np
 from robot.base import MeasuredPath, RobotBase, RobotError, RobotSpecs
 from robot.safety import SafetyLimits
 
-__all__ = ["FR3_SPECS", "FrankaRobot"]
+__all__ = ["FR3_SPECS", "REALTIME_HINT", "FrankaRobot", "connection_error"]
 
 FR3_SPECS = RobotSpecs(
     name="Franka Research 3 + Franka Hand (franky)",
@@ -31,6 +31,34 @@ FR3_SPECS = RobotSpecs(
 
 SPEED_MARGIN = 0.9
 """Fraction of the requested speed given to franky's velocity bound."""
+
+
+REALTIME_HINT = (
+    "this computer cannot give libfranka's control loop real-time priority (no real-time kernel, or no "
+    "permission to use it): pass --no-realtime (realtime=False) to connect without it, as for franky-sim, "
+    "or set up the real-time kernel for a real robot"
+)
+"""What a connection refused for want of real-time scheduling adds to libfranka's message."""
+_REALTIME_MARKERS = (
+    "realtime",
+    "real-time",
+    "setscheduler",
+    "scheduler priority",
+    "insufficient permissions",
+)
+
+
+def connection_error(host: str, exc: BaseException) -> RobotError:
+    """The :class:`RobotError` (kind ``connection``) for a failed connection to the Franka at ``host``: it
+    keeps libfranka's text and, when real-time scheduling was what failed (franky's ``RealtimeException``,
+    or a message about realtime, ``setscheduler`` or insufficient permissions), says to pass
+    ``--no-realtime``."""
+    text = str(exc).strip() or type(exc).__name__
+    message = f"cannot connect to the Franka at {host}: {text}"
+    lowered = text.lower()
+    if type(exc).__name__ == "RealtimeException" or any(m in lowered for m in _REALTIME_MARKERS):
+        message += f" ({REALTIME_HINT})"
+    return RobotError(message, "connection")
 
 
 def _xyzw(q_wxyz: np.ndarray) -> np.ndarray:
@@ -91,7 +119,7 @@ class FrankaRobot(RobotBase):
             robot = franky.Robot(self.host, realtime_config=config)
             gripper = franky.Gripper(self.host)
         except Exception as exc:  # franky raises its own exception types, not one base class
-            raise RobotError(f"cannot connect to the Franka at {self.host}: {exc}", "connection") from None
+            raise connection_error(self.host, exc) from None
         self._robot, self._gripper = robot, gripper
 
     def disconnect(self) -> None:

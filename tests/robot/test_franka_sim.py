@@ -14,7 +14,7 @@ import pytest
 
 from robot.base import ExecutionError, PlanRefused, RobotError
 from robot.execute import ExecutionOptions, execute_plan
-from robot.franka import FrankaRobot
+from robot.franka import FrankaRobot, connection_error
 from robot.safety import HOME_TCP_QUATERNION, SafetyLimits, validate_plan
 from simpact.core.actions import Plan, StartPose
 from simpact.core.rotations import quat_about_z, quat_mul
@@ -133,3 +133,42 @@ def test_server_stopped_mid_plan_is_a_clear_error_at_that_action(fresh_franky_si
             robot.move_to(np.array(start["position"]), np.array(start["quaternion"]), 0.1)
     for timer in timers:
         timer.join()
+
+
+# --- a connection without a real-time kernel ----------------------------------------------------------------
+
+
+class RealtimeException(Exception):
+    """Stands in for franky's exception of the same name."""
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        RealtimeException("libfranka: Running kernel does not have realtime capabilities."),
+        RuntimeError("libfranka: unable to set realtime scheduling: Operation not permitted"),
+        RuntimeError("setscheduler failed: Insufficient permissions"),
+    ],
+)
+def test_a_real_time_failure_names_the_fix_and_keeps_libfrankas_text(exc: Exception) -> None:
+    error = connection_error("172.16.0.2", exc)
+    assert error.kind == "connection"
+    assert str(error).startswith(f"cannot connect to the Franka at 172.16.0.2: {exc}")
+    assert "pass --no-realtime" in str(error)
+
+
+def test_other_connection_failures_get_no_real_time_hint() -> None:
+    error = connection_error("172.16.0.2", RuntimeError("libfranka: Connection to FCI refused."))
+    assert str(error) == "cannot connect to the Franka at 172.16.0.2: libfranka: Connection to FCI refused."
+
+
+def test_enforcing_real_time_without_a_real_time_kernel_says_to_pass_no_realtime(franky_sim) -> None:
+    import os
+
+    if os.path.exists("/sys/kernel/realtime"):
+        pytest.skip("this kernel has real-time capabilities: libfranka connects")
+    robot = FrankaRobot(franky_sim.host, LIMITS, realtime=True)
+    with pytest.raises(RobotError, match="pass --no-realtime") as info:
+        robot.connect()
+    assert "does not have realtime capabilities" in str(info.value)  # libfranka's own text is kept
+    assert info.value.kind == "connection" and not robot.connected
