@@ -1,10 +1,10 @@
-"""The task suite: configs load, seeds randomise, reference plans succeed, wrong plans fail."""
+"""The task suite: configs load, seeds randomise, expressions follow the scene, config typos are caught.
+(Reference plans succeeding and wrong plans failing: ``test_checks.py``.)"""
 
 import numpy as np
 import pytest
 
-from simpact.core.actions import Plan
-from simpact.tasks import TaskError, list_tasks, load_task
+from simpact.tasks import Task, TaskError, list_tasks, load_task
 from solvers.mujoco.world import MujocoWorld
 
 RIGID_TASKS = ["non_toppling_push", "bowl_stacking", "pivoting", "avoid_obstacle", "sweeping"]
@@ -15,47 +15,11 @@ def test_the_rigid_suite_ships():
 
 
 @pytest.mark.parametrize("name", RIGID_TASKS)
-def test_reference_plan_succeeds_on_the_default_seed(name):
-    task = load_task(name)
-    scene = task.scene(0)
-    world = MujocoWorld(scene)
-    rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
-    evaluation = task.evaluate(rollout, scene)
-    assert evaluation.success, evaluation.details
-    assert 0.5 < evaluation.score <= 1.0
-    assert task.instruction
-
-
-@pytest.mark.parametrize("name", RIGID_TASKS)
 def test_seeds_randomise_the_scene_reproducibly(name):
     task = load_task(name)
     nominal, a, b, again = task.scene(0), task.scene(1), task.scene(2), task.scene(1)
     assert a == again
     assert a != nominal and a != b
-
-
-def _push_at(height: float) -> tuple[bool, float]:
-    task = load_task("non_toppling_push")
-    scene = task.scene(0)
-    world = MujocoWorld(scene)
-    start = world.start_pose()
-    reference = task.reference_plan(scene, start)
-    actions = [a.to_dict() for a in reference.actions]
-    actions[1]["dz"] = start.position[2] - height  # DESCEND to the push height
-    rollout = world.rollout(Plan.from_actions(actions), tail_s=task.tail_s)
-    evaluation = task.evaluate(rollout, scene)
-    return evaluation.success, evaluation.details["max_tilt_deg"]
-
-
-def test_pushing_the_carton_near_its_top_topples_it():
-    success, tilt = _push_at(0.15)
-    assert not success
-    assert tilt > 60
-
-
-def test_pushing_the_carton_near_its_base_slides_it_upright():
-    success, tilt = _push_at(0.02)
-    assert success and tilt < 5
 
 
 def test_unknown_task_and_bad_config(tmp_path):
@@ -92,8 +56,6 @@ def _config(randomize):
 
 
 def test_glob_randomisation_draws_per_object_or_shared():
-    from simpact.tasks import Task
-
     each = Task(_config({"bean_*.position": {"low": [-0.01, 0, 0], "high": [0.01, 0, 0]}})).scene(5)
     xs = [o.position[0] for o in each.objects]
     assert len(set(xs)) == 3
@@ -103,8 +65,6 @@ def test_glob_randomisation_draws_per_object_or_shared():
 
 
 def test_config_typos_are_caught():
-    from simpact.tasks import Task
-
     with pytest.raises(TaskError, match="unknown fields \\['randomise'\\]"):
         Task({**_config({}), "randomise": {}})
     with pytest.raises(TaskError, match="randomize key 'cup.position' names no object"):
