@@ -31,21 +31,32 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
+import trimesh
 
 from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
+from real2sim.overlays import cloud_mesh_overlay, mask_overlay, save_png, side_by_side
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
+from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
 from real2sim.types import ObjectGeometry, PhysicalParameters
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
+from simpact.core.scene import RobotStart, Scene, SceneObject
+from simpact.guard.settle import placed_state, settle_check
+from solvers.mujoco import meshes
+from solvers.mujoco.render import CameraSpec, Renderer
+from solvers.mujoco.world import mujoco_access
+from solvers.world import World, make_world
 
 __all__ = [
     "ROBOT_REACH_X",
@@ -114,7 +125,8 @@ class Real2SimResult:
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)
     warnings: list[str] = dataclasses.field(default_factory=list)
     files: dict[str, str] = dataclasses.field(default_factory=dict)
-    world: Any = None
+    world: World | None = None
+    """The World built from ``scene`` (None when it has no objects)."""
 
     @property
     def names(self) -> list[str]:
@@ -214,8 +226,6 @@ def place_objects(
 def _overlap_pushes(geoms: Sequence[ObjectGeometry]) -> dict[int, np.ndarray]:
     """Horizontal pushes (m) that separate overlapping convex hulls; each pair's depth split by mass proxy
     (hull volume) so the smaller object moves more."""
-    import mujoco
-
     spec = mujoco.MjSpec()
     hulls = [g.mesh.convex_hull for g in geoms]
     for i, (g, hull) in enumerate(zip(geoms, hulls)):
@@ -264,8 +274,6 @@ def column_parts(
     seeded samples) cut into ``cells`` x ``cells`` vertical columns of the object frame, each column's points
     wrapped in their convex hull. A bowl's floor and walls stay separate, so its cavity stays open (CoACD
     takes tens of seconds on a reconstructed bowl). Returns (vertices list, faces list)."""
-    import trimesh
-
     samples, _ = trimesh.sample.sample_surface(mesh, SURFACE_SAMPLES, seed=seed)
     pts = np.concatenate([np.asarray(mesh.vertices, dtype=float), np.asarray(samples, dtype=float)])
     lo, hi = pts[:, :2].min(axis=0), pts[:, :2].max(axis=0)
@@ -291,8 +299,6 @@ def column_parts(
 def _cache_convex_parts(mesh_file: Path, scale: Sequence[float] | np.ndarray) -> int:
     """Store :func:`column_parts` of the mesh as loaded by the scene builder (file, per-axis scale) as its
     convex decomposition, so building the MuJoCo scene does not run CoACD. Returns the part count."""
-    from solvers.mujoco import meshes
-
     mesh = meshes.load_mesh(mesh_file, tuple(float(v) for v in scale))  # type: ignore[arg-type]
     verts, faces = column_parts(mesh)
     if verts:
@@ -336,8 +342,6 @@ def run_real2sim(
     resolved = resolve_labels(labels, task=task, instruction=instruction, vlm=vlm, rgb=frame.rgb)
     timings["labels"] = time.perf_counter() - t
     if perceive_fn is None:
-        from real2sim.perception import perceive
-
         perceive_fn = perceive
     assign = None
     if vlm is not None and resolved.labels and config.segmenter == "geometric":
@@ -484,15 +488,10 @@ def assemble(
 
     if result.scene.objects:
         t = time.perf_counter()
-        from solvers.mujoco.render import CameraSpec
-        from solvers.mujoco.world import MujocoWorld
-
         camera = CameraSpec(width=frame.width, height=frame.height, K=frame.K, T_base_cam=T_world_cam)
-        result.world = MujocoWorld(result.scene, camera=camera)
+        result.world = make_world(result.scene, camera=camera)
         timings["world"] = time.perf_counter() - t
         if config.settle_s > 0:
-            from simpact.guard.settle import settle_check
-
             t = time.perf_counter()
             result.settle = settle_check(result.world, config.settle_s)
             timings["settle"] = time.perf_counter() - t
@@ -515,10 +514,6 @@ def _scene(
 ) -> tuple[Any, list[dict[str, Any]]]:
     """The Scene of the rigid objects (meshes written under ``out_dir/meshes``, else a temporary folder) and
     the ``scene.json`` object entries."""
-    import tempfile
-
-    from simpact.core.scene import Scene, SceneObject
-
     mesh_dir = (out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))) / "meshes"
     mesh_dir.mkdir(parents=True, exist_ok=True)
     scene_objects = []
@@ -597,7 +592,7 @@ def write_outputs(
         write_json(out / "vlm_exchange.json", exchange)
         result.files["vlm_exchange.json"] = "vlm_exchange.json"
     if result.world is not None:
-        (out / "scene.xml").write_text(result.world.spec.to_xml())
+        (out / "scene.xml").write_text(mujoco_access(result.world).spec.to_xml())
         result.files["scene.xml"] = "scene.xml"
     if config.overlays:
         t = time.perf_counter()
@@ -608,8 +603,6 @@ def write_outputs(
 def _overlays(
     result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
 ) -> dict[str, str]:
-    from real2sim.overlays import cloud_mesh_overlay, mask_overlay, save_png, side_by_side
-
     files: dict[str, str] = {}
     named = [(n, masks[g.label]) for n, g in result.geometries.items() if g.label in masks]
     save_png(mask_overlay(frame.rgb, named), out / "masks.png")
@@ -652,15 +645,11 @@ def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 80_000) -> t
     return cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3], frame.rgb[v, u]
 
 
-def _render_placed(world: Any) -> np.ndarray:
-    import mujoco
-
-    from simpact.guard.settle import placed_state
-    from solvers.mujoco.render import Renderer
-
-    data = mujoco.MjData(world.model)
+def _render_placed(world: World) -> np.ndarray:
+    mj = mujoco_access(world)
+    data = mj.new_data()
     placed_state(world, data)
-    with Renderer(world.model, camera=world.camera) as renderer:
+    with Renderer(mj.model, camera=mj.camera) as renderer:
         return renderer.render_rgb(data, shadows=False)
 
 
@@ -670,8 +659,6 @@ def _render_placed(world: Any) -> np.ndarray:
 def load_scene(directory: str | Path) -> Any:
     """The :class:`simpact.core.scene.Scene` of the rigid objects in ``directory/scene.json`` (mesh paths made
     absolute); deformables are left out (they have particles, not meshes)."""
-    from simpact.core.scene import RobotStart, Scene, SceneObject
-
     root = Path(directory)
     path = root / "scene.json"
     if not path.is_file():

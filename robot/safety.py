@@ -28,11 +28,17 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import mujoco
 import numpy as np
+import yaml
 
 from simpact.core.actions import Plan, PlanError, StartPose
 from simpact.core.rotations import quat_conj, quat_mul
+from simpact.core.scene import RobotStart, Scene
 from simpact.core.trajectory import MotionLimits, Waypoints, expand_plan
+from solvers.mujoco.robot import ROBOT_PREFIX
+from solvers.mujoco.world import mujoco_access
+from solvers.world import make_world
 
 __all__ = [
     "HOME_TCP_QUATERNION",
@@ -115,8 +121,6 @@ class SafetyLimits:
     @classmethod
     def from_yaml(cls, path: str | Path) -> SafetyLimits:
         """Limits from a YAML (or JSON) file; errors name the file."""
-        import yaml
-
         path = Path(path)
         try:
             raw = yaml.safe_load(path.read_text()) or {}
@@ -285,8 +289,6 @@ def check_plan(plan: Plan, limits: SafetyLimits, motion: MotionLimits = MotionLi
 
 
 def _robot_body(name: str) -> bool:
-    from solvers.mujoco.robot import ROBOT_PREFIX
-
     return name.startswith(ROBOT_PREFIX)
 
 
@@ -306,22 +308,17 @@ def check_in_simulation(
     the simulator's z = 0, so ``limits.table_height`` must describe the real table in the same frame.
     Returns the violations and a summary (contact pairs with the first time and action they occur).
     """
-    import mujoco
-
-    from simpact.core.scene import RobotStart, Scene
-    from solvers.mujoco.world import MujocoWorld
-
     start = plan.start_pose
     if start is None:
         return [Violation("start_pose", "the plan has no start_pose to simulate from")], {}
     yaw = start_yaw(start)
     scene = scene if scene is not None else Scene(())
     scene = replace(scene, robot=RobotStart(tuple(start.position), yaw, start.gripper_width))  # type: ignore[arg-type]
-    world = MujocoWorld(scene, limits=motion)
+    world = make_world(scene, limits=motion)
     rollout = world.rollout(plan)
     trace = rollout.trace
     assert trace is not None
-    model = world.model
+    model = mujoco_access(world).model
     data = mujoco.MjData(model)
     stride = max(1, round(stride_s / model.opt.timestep))
     ends = np.array([s.time for s in rollout.states])

@@ -38,6 +38,7 @@ from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
 from simpact.core.frame import Frame
 from simpact.core.rollout import Rollout, Trace, WorldState
 from simpact.core.rotations import quat_about_z, quat_conj, quat_mul
+from simpact.core.trajectory import min_jerk
 from solvers.mujoco.robot import HOME_QPOS
 
 __all__ = ["SIM_SPECS", "SimCamera", "SimRobot", "SimWorld"]
@@ -68,12 +69,6 @@ def _yaw_between(a: np.ndarray, b: np.ndarray) -> float:
     return 2.0 * math.atan2(float(rel[3]), float(rel[0]))
 
 
-def _min_jerk(n: int) -> np.ndarray:
-    """Fractions of a minimum-jerk move at ``n`` evenly spaced instants ending at 1."""
-    t = np.arange(1, n + 1) / n
-    return np.asarray(10 * t**3 - 15 * t**4 + 6 * t**5)
-
-
 class SimRobot(RobotBase):
     """The arm of a :class:`~robot.sim2real.PerturbedWorld`, driven through the :class:`RobotBase` interface
     (see the module docstring). Not thread-safe; one robot per world."""
@@ -88,9 +83,11 @@ class SimRobot(RobotBase):
         self.settle_s = float(settle_s)
         """Hold after every motion, s."""
         self._connected = False
-        self._ik = world._worker().ik
-        self._dt = world.limits.control_dt
-        self._substeps = world.substeps
+        self._mj = world.mujoco()
+        """The world's MuJoCo objects (its own model and data are what this robot steps)."""
+        self._ik = self._mj.ik()
+        self._dt = self._mj.control_dt
+        self._substeps = self._mj.substeps
         self.log_time: list[float] = []
         """Simulated time of every recorded control period, s (see :meth:`SimWorld.ground_truth`)."""
         self.log_qpos: list[np.ndarray] = []
@@ -113,33 +110,33 @@ class SimRobot(RobotBase):
 
     # --- state --------------------------------------------------------------------------------------------
     def _sensor(self, name: str) -> np.ndarray:
-        s = self.world.model.sensor(name)
-        return np.asarray(self.world.data.sensordata[s.adr[0] : s.adr[0] + s.dim[0]]).copy()
+        s = self._mj.model.sensor(name)
+        return np.asarray(self._mj.data.sensordata[s.adr[0] : s.adr[0] + s.dim[0]]).copy()
 
     def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        mujoco.mj_forward(self.world.model, self.world.data)
+        mujoco.mj_forward(self._mj.model, self._mj.data)
         quat = self._sensor("tcp_quat")
         return self._sensor("tcp_pos"), quat / np.linalg.norm(quat)
 
     def gripper_width(self) -> float:
-        mujoco.mj_forward(self.world.model, self.world.data)
+        mujoco.mj_forward(self._mj.model, self._mj.data)
         return float(self._sensor("finger_joint1")[0] + self._sensor("finger_joint2")[0])
 
     def _commanded(self) -> tuple[np.ndarray, np.ndarray]:
         """The tool pose the joint servos are holding (forward kinematics of the joint targets)."""
-        pos, quat = self._ik.fk(self.world.data.ctrl[:7].copy())
+        pos, quat = self._ik.fk(self._mj.data.ctrl[:7].copy())
         return np.asarray(pos), np.asarray(quat)
 
     # --- stepping -----------------------------------------------------------------------------------------
     def _record(self) -> None:
-        self.log_time.append(float(self.world.data.time))
-        self.log_qpos.append(self.world.data.qpos.copy())
+        self.log_time.append(float(self._mj.data.time))
+        self.log_qpos.append(self._mj.data.qpos.copy())
 
     def _track(self, q: np.ndarray, width: np.ndarray) -> np.ndarray:
         """Track joint targets ``q`` (N, 7) rad and gripper targets ``width`` (N,) m, one per control period,
         interpolated at every physics step; then hold ``settle_s``. Returns the tool position (N, 3) m at
         the end of each period."""
-        model, data = self.world.model, self.world.data
+        model, data = self._mj.model, self._mj.data
         previous = data.ctrl[:8].copy()
         targets = np.column_stack([q, width])
         positions = np.empty((len(targets), 3))
@@ -156,13 +153,13 @@ class SimRobot(RobotBase):
 
     def hold(self, seconds: float) -> None:
         """Keep the current targets for ``seconds`` of simulated time (objects keep moving and settle)."""
-        model, data = self.world.model, self.world.data
+        model, data = self._mj.model, self._mj.data
         for _ in range(round(seconds / self._dt)):
             mujoco.mj_step(model, data, self._substeps)
             self._record()
 
     def _joint_path(self, positions: np.ndarray, quaternions: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        q0 = self.world.data.ctrl[:7].copy()
+        q0 = self._mj.data.ctrl[:7].copy()
         q, residual = self._ik.solve_path(q0, positions, quaternions, keep=keep)
         worst = float(residual.max(initial=0.0))
         if worst > self.limits.max_reach_error:
@@ -176,11 +173,11 @@ class SimRobot(RobotBase):
         self._require()
         if not 0 < dynamics_factor <= 1:
             raise ValueError(f"dynamics_factor must be in (0, 1], got {dynamics_factor}")
-        q0 = self.world.data.ctrl[:7].copy()
+        q0 = self._mj.data.ctrl[:7].copy()
         span = float(np.abs(HOME_QPOS - q0).max())
         n = max(1, math.ceil(max(span / (0.5 * dynamics_factor), 0.1) / self._dt))
-        s = _min_jerk(n)[:, None]
-        width = np.full(n, self.world.data.ctrl[7])
+        s = min_jerk(n)[:, None]
+        width = np.full(n, self._mj.data.ctrl[7])
         self._track(q0 + s * (HOME_QPOS - q0), width)
 
     def move_to(self, position: np.ndarray, quaternion: np.ndarray, speed: float) -> None:
@@ -197,10 +194,10 @@ class SimRobot(RobotBase):
             self._dt,
         )
         n = math.ceil(duration / self._dt)
-        s = _min_jerk(n)
+        s = min_jerk(n)
         path = p0 + s[:, None] * (p1 - p0)
         quats = _slerp(q0, q1, s)
-        self._track(self._joint_path(path, quats, np.array([n - 1])), np.full(n, self.world.data.ctrl[7]))
+        self._track(self._joint_path(path, quats, np.array([n - 1])), np.full(n, self._mj.data.ctrl[7]))
 
     def follow(
         self,
@@ -251,7 +248,7 @@ class SimRobot(RobotBase):
             return MeasuredPath(np.zeros(1), pos[None], pos, quat)
         path, quat_path = np.vstack(paths), np.vstack(quats)
         q = self._joint_path(path, quat_path, np.asarray(ends))
-        measured = self._track(q, np.full(len(q), self.world.data.ctrl[7]))
+        measured = self._track(q, np.full(len(q), self._mj.data.ctrl[7]))
         times = self._dt * np.arange(1, len(measured) + 1)
         final_pos, final_quat = self.tcp_pose()
         return MeasuredPath(times, measured, final_pos, final_quat)
@@ -265,10 +262,10 @@ class SimRobot(RobotBase):
         if not speed > 0:
             raise RobotError(f"gripper speed must be positive, got {speed} m/s", "gripper")
         target = float(np.clip(width, 0.0, self.specs.gripper_max_width))
-        start = float(self.world.data.ctrl[7])
+        start = float(self._mj.data.ctrl[7])
         n = max(1, math.ceil(abs(target - start) / speed / self._dt))
         widths = start + (target - start) * np.arange(1, n + 1) / n
-        self._track(np.tile(self.world.data.ctrl[:7], (n, 1)), widths)
+        self._track(np.tile(self._mj.data.ctrl[:7], (n, 1)), widths)
         return self.gripper_width()
 
     def gripper_move(self, width: float, speed: float) -> float:
@@ -292,14 +289,12 @@ class SimCamera:
         self.captures = 0
 
     def capture(self) -> Frame:
-        from solvers.mujoco.playback import render_frame
-
-        frame = render_frame(self.world)
+        frame = self.world.render()
         self.captures += 1
         frame.metadata.update(
             {
                 "camera": {"model": "simulated", "world": "perturbed MuJoCo stand-in"},
-                "sim_time_s": round(float(self.world.data.time), 4),
+                "sim_time_s": round(float(self.world.mujoco().data.time), 4),
             }
         )
         return frame
@@ -350,6 +345,7 @@ class SimWorld:
         """The task's own check on what the world did since :meth:`mark` (its full trace, exact states):
         for evaluating the loop's judge only."""
         world, log = self.world, self.robot
+        mj = world.mujoco()
         first = self._mark
         qpos = np.asarray(log.log_qpos[first:])
         times = np.asarray(log.log_time[first:])
@@ -362,13 +358,13 @@ class SimWorld:
             tcp_position=np.zeros((len(times), 3)),
             tcp_quaternion=np.zeros((len(times), 4)),
             gripper_width=np.zeros(len(times)),
-            object_qpos=dict(world.object_qpos),
+            object_qpos=dict(mj.object_qpos),
         )
-        data = mujoco.MjData(world.model)
+        data = mj.new_data()
         data.qpos[:] = qpos[0]
-        initial: WorldState = world.state(data)
+        initial: WorldState = mj.state(data)
         final = world.state()
-        rollout = Rollout(plan, initial, [], final, trace, world.contacts(), 0.0, len(times), 0.0)
+        rollout = Rollout(plan, initial, [], final, trace, mj.contacts(mj.data), 0.0, len(times), 0.0)
         evaluation = self.task.evaluate(rollout, world.scene, self.seed)
         return {
             "success": evaluation.success,

@@ -15,7 +15,7 @@ import numpy as np
 from simpact.core.actions import Plan, StartPose
 from simpact.core.rotations import quat_about_z, quat_mul
 
-__all__ = ["GRIPPER_MAX_WIDTH", "MotionLimits", "Waypoints", "expand_plan"]
+__all__ = ["GRIPPER_MAX_WIDTH", "MotionLimits", "Waypoints", "expand_plan", "min_jerk"]
 
 GRIPPER_MAX_WIDTH = 0.08
 """The Franka hand's widest opening, metres; wider commands are clamped."""
@@ -60,10 +60,11 @@ class Waypoints:
         return len(self.position)
 
 
-def _min_jerk(n: int) -> np.ndarray:
-    """Minimum-jerk progress from 0 to 1 over n samples (the first sample is the first step, not 0)."""
+def min_jerk(n: int) -> np.ndarray:
+    """Minimum-jerk progress from 0 to 1 at ``n`` evenly spaced instants ending at 1 (the first sample is
+    the first step, not 0): ``10 s^3 - 15 s^4 + 6 s^5``. Its peak speed is 1.875 times the mean."""
     s = np.arange(1, n + 1) / n
-    return 10 * s**3 - 15 * s**4 + 6 * s**5
+    return np.asarray(10 * s**3 - 15 * s**4 + 6 * s**5)
 
 
 def expand_plan(plan: Plan, start: StartPose, limits: MotionLimits = MotionLimits()) -> Waypoints:
@@ -116,7 +117,7 @@ def expand_plan(plan: Plan, start: StartPose, limits: MotionLimits = MotionLimit
             abs(new_width - width) / limits.gripper_speed,
         )
         n = max(1, math.ceil(duration / dt))
-        s = _min_jerk(n)
+        s = min_jerk(n)
         positions.append(pos + s[:, None] * delta)
         yaws.append(yaw + s * dyaw)
         widths.append(width + np.arange(1, n + 1) / n * (new_width - width))

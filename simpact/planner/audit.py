@@ -21,13 +21,15 @@ import mujoco
 import numpy as np
 
 from simpact.core.rollout import Rollout
+from simpact.core.scene import Scene
 from simpact.guard import Recorder, detect
 from simpact.guard.replay import Built, Collector, compare, task_rollout
 from simpact.guard.rerun import Change, rerun_controls
 from simpact.guard.screen import ScreenResult, screen_rollout
 from simpact.guard.store import Recording
 from simpact.tasks import Evaluation, Task
-from solvers.mujoco.world import MujocoWorld, Snapshot
+from solvers.mujoco.world import Snapshot, mujoco_access
+from solvers.world import World
 
 __all__ = [
     "LEAD_S",
@@ -84,10 +86,9 @@ class Audit:
         return out
 
 
-def record_rollout(world: MujocoWorld, rollout: Rollout, ctrl: np.ndarray, snapshot: Snapshot) -> Recording:
+def record_rollout(world: World, rollout: Rollout, ctrl: np.ndarray, snapshot: Snapshot) -> Recording:
     """``rollout`` re-executed under the recorder (its controls ``ctrl`` from ``snapshot``), checked equal."""
-    data = mujoco.MjData(world.model)
-    world.restore(snapshot, data)
+    data = mujoco_access(world).new_data(snapshot)
     recorder = Recorder.for_world(world, data)
     recorder.run(ctrl)
     if rollout.trace is not None and not np.array_equal(data.qpos, rollout.trace.qpos[-1]):
@@ -96,7 +97,7 @@ def record_rollout(world: MujocoWorld, rollout: Rollout, ctrl: np.ndarray, snaps
 
 
 def audit_rollout(
-    world: MujocoWorld, rollout: Rollout, tail_s: float, snapshot: Snapshot | None = None
+    world: World, rollout: Rollout, tail_s: float, snapshot: Snapshot | None = None
 ) -> list[dict[str, Any]]:
     """Flagged SimuGuard events (dicts) of ``rollout`` from ``snapshot`` (default: the world's initial one)
     with ``tail_s`` s of hold, as the rollout was: screened, and recorded and detected unless the screen
@@ -104,15 +105,15 @@ def audit_rollout(
     snapshot = world.initial_snapshot if snapshot is None else snapshot
     if not screen_rollout(world, rollout, snapshot).suspicious:
         return []
-    ctrl = world.controls(rollout.plan, snapshot, tail_s)[1]
+    ctrl = mujoco_access(world).controls(rollout.plan, snapshot, tail_s)[1]
     recording = record_rollout(world, rollout, ctrl, snapshot)
     return [event.to_dict() for event in detect(recording) if event.flagged]
 
 
 def audit_and_repair(
-    world: MujocoWorld,
+    world: World,
     task: Task,
-    scene: Any,
+    scene: Scene,
     seed: int,
     rollout: Rollout,
     evaluation: Evaluation,
@@ -125,7 +126,8 @@ def audit_and_repair(
     screened = screen_rollout(world, rollout, snapshot)
     if not screened.suspicious:
         return Audit(screened, False, [], rollout, evaluation)
-    _, ctrl, action_end, _ = world.controls(rollout.plan, snapshot, task.tail_s)
+    mj = mujoco_access(world)
+    _, ctrl, action_end, _ = mj.controls(rollout.plan, snapshot, task.tail_s)
     recording = record_rollout(world, rollout, ctrl, snapshot)
     flagged = [e for e in detect(recording) if e.flagged]
     result = Audit(screened, True, [e.to_dict() for e in flagged], rollout, evaluation, recording=recording)
@@ -134,9 +136,9 @@ def audit_and_repair(
     t0 = time.perf_counter()
     first = flagged[0]
     body_name = repair.body or first.body
-    body = world.model.body(body_name).id
+    body = mj.model.body(body_name).id
     change = Change(repair.param, repair.value, body_name)
-    switch = max(0, first.onset_step - int(round(LEAD_S / world.options.timestep)))
+    switch = max(0, first.onset_step - int(round(LEAD_S / mj.timestep)))
     collector = Collector()
     rerun, model = rerun_controls(
         world,
@@ -167,7 +169,7 @@ def audit_and_repair(
     result.repair = {
         "change": str(change),
         "switch_step": switch,
-        "switch_s": switch * world.options.timestep,
+        "switch_s": switch * mj.timestep,
         "prefix_exact": prefix_exact,
         "events": events,
         "artifact_free": clean,

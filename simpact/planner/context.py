@@ -11,16 +11,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
 from simpact.core.rotations import quat_to_rpy
 from simpact.core.scene import Scene, SceneObject
-
-if TYPE_CHECKING:
-    from simpact.planner.records import Proposal
+from simpact.planner.records import Proposal
+from solvers.world import World
 
 __all__ = [
     "bbox_size",
@@ -136,21 +135,13 @@ def history_context(proposals: Sequence[Proposal]) -> list[dict[str, Any]]:
     ]
 
 
-def initial_image(world: Any) -> np.ndarray:
+def initial_image(world: World) -> np.ndarray:
     """RGB (H, W, 3) uint8 of the world's initial snapshot from its camera."""
-    from solvers.mujoco.playback import render_frame
-
-    return np.asarray(render_frame(world).rgb)
+    return np.asarray(world.render().rgb)
 
 
-def keyframes(world: Any, rollout: Rollout) -> list[np.ndarray]:
+def keyframes(world: World, rollout: Rollout) -> list[np.ndarray]:
     """RGB images (H, W, 3) uint8 of ``rollout`` at its final state (needs a trace); empty without one."""
-    import mujoco
-
-    from solvers.mujoco.playback import render_frame
-
     if rollout.trace is None:
         return []
-    data = mujoco.MjData(world.model)
-    data.qpos[:] = rollout.trace.qpos[-1]
-    return [np.asarray(render_frame(world, data).rgb)]
+    return [np.asarray(world.render_trace(rollout.trace, -1).rgb)]

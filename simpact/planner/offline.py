@@ -145,7 +145,7 @@ def plan_offline(
             evaluation = task.evaluate(rollout, scene, seed)
             notes: dict[str, object] = {"x": xs[k].tolist()}
             if audit:  # a flagged rollout's repaired rerun, when artifact-free, is what the search uses
-                checked = audit_and_repair(world, task, scene, seed, rollout, evaluation)  # type: ignore[arg-type]
+                checked = audit_and_repair(world, task, scene, seed, rollout, evaluation)
                 rollout, evaluation = checked.rollout, checked.evaluation
                 notes.update(checked.notes())
             proposal = Proposal(rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", notes)

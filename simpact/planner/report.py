@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
+from simpact.planner.context import initial_image, keyframes
 from simpact.planner.records import PlanResult, Proposal
+from solvers.world import World
 
 __all__ = ["redact", "secret_values", "write_report"]
 
@@ -55,8 +58,6 @@ class _Writer:
         return self.text(rel, json.dumps(payload, indent=2, default=str) + "\n")
 
     def png(self, rel: str, image: np.ndarray) -> Path:
-        from PIL import Image
-
         path = self.out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         Image.fromarray(np.ascontiguousarray(image)).save(path, format="PNG")
@@ -141,14 +142,14 @@ def _table(result: PlanResult) -> list[str]:
 def write_report(
     result: PlanResult,
     out: str | Path,
-    world: Any = None,
+    world: World | None = None,
     *,
     instruction: str = "",
     video: bool = True,
     images: bool = True,
 ) -> Path:
     """Write the whole record of ``result`` under ``out``; returns ``out/result.json``. ``world`` (the
-    MujocoWorld planned in) is needed for images and the video; without it they are left out."""
+    World planned in) is needed for images and the video; without it they are left out."""
     w = _Writer(Path(out))
     w.out.mkdir(parents=True, exist_ok=True)
     payload = result.to_dict()
@@ -159,17 +160,13 @@ def write_report(
     files: dict[str, str | None] = {"initial_image": None, "final_image": None, "video": None}
     chosen = result.chosen
     if world is not None and images:
-        from simpact.planner.context import initial_image, keyframes
-
         files["initial_image"] = w.png("initial.png", initial_image(world)).name
         if chosen is not None:
             frames = keyframes(world, chosen.rollout)
             if frames:
                 files["final_image"] = w.png("final.png", frames[-1]).name
     if world is not None and video and chosen is not None and chosen.rollout.trace is not None:
-        from solvers.mujoco.playback import write_rollout_video
-
-        files["video"] = write_rollout_video(world, chosen.rollout.trace, w.out / "rollout.mp4").name
+        files["video"] = world.write_video(chosen.rollout.trace, w.out / "rollout.mp4").name
     payload["files"] = {**files, "report": "report.md", "prompts": "prompts/", "proposals": "proposals/"}
     path = w.json("result.json", payload)
 

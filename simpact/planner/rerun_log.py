@@ -19,17 +19,15 @@ start). Traces are subsampled to about 30 Hz.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from simpact.core.errors import SimpactError
+from simpact.core.rollout import Rollout
+from simpact.core.scene import Scene, SceneObject
 from simpact.planner.context import bbox_size
-
-if TYPE_CHECKING:
-    from simpact.core.rollout import Rollout
-    from simpact.core.scene import Scene, SceneObject
-    from simpact.planner.records import PlanResult, Proposal
+from simpact.planner.records import PlanResult, Proposal
 
 __all__ = ["RerunMissingError", "log_session"]
 

@@ -21,15 +21,14 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import imageio_ffmpeg
 import mujoco
 import numpy as np
 
+from simpact.core.frame import Frame
 from simpact.core.rotations import rigid_transform_problem
-
-if TYPE_CHECKING:
-    from simpact.core.frame import Frame
 
 __all__ = [
     "CameraSpec",
@@ -281,8 +280,6 @@ class RenderedFrame:
 
     def to_frame(self, masks: np.ndarray | None = None, mask_names: Mapping[int, str] | None = None) -> Frame:
         """This view as a :class:`~simpact.core.frame.Frame`, with optional object ``masks``."""
-        from simpact.core.frame import Frame
-
         return Frame(
             rgb=self.rgb,
             depth=self.depth,
@@ -469,8 +466,6 @@ class VideoWriter:
             raise ValueError(f"video frames must be (H, W, 3) uint8, got {img.shape} {img.dtype}")
         h, w = img.shape[:2]
         if self._shape is None:
-            import imageio_ffmpeg
-
             self._shape = (h, w)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._gen = imageio_ffmpeg.write_frames(

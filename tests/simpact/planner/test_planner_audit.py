@@ -3,7 +3,6 @@ is what the planner uses."""
 
 import json
 
-import mujoco
 import numpy as np
 import pytest
 
@@ -19,7 +18,8 @@ from simpact.planner.audit import (
 )
 from simpact.planner.records import Proposal
 from simpact.tasks import load_task
-from solvers.mujoco.world import MujocoWorld
+from solvers.mujoco.world import mujoco_access
+from solvers.world import make_world
 
 # a light lid created 7 cm deep in a crate, away from the pushed carton: ejected as soon as the physics runs
 OVERLAP = (
@@ -34,12 +34,13 @@ def flagged():
     task = load_task("non_toppling_push")
     base = task.scene(0)
     scene = Scene(base.objects + OVERLAP, base.robot, base.table_size, base.table_friction)
-    world = MujocoWorld(scene)
-    data = mujoco.MjData(world.model)
+    world = make_world(scene)
+    mj = mujoco_access(world)
+    data = mj.new_data()
     placed_state(world, data)
-    snapshot = world.snapshot(data)
+    snapshot = mj.snapshot(data)
     plan = task.reference_plan(scene, world.start_pose(snapshot))
-    rollout = world.rollout(plan, snapshot, tail_s=task.tail_s)
+    rollout = world.rollout(plan, snapshot=snapshot, tail_s=task.tail_s)
     return task, scene, world, snapshot, rollout, task.evaluate(rollout, scene, 0)
 
 
@@ -85,26 +86,26 @@ def test_a_rerun_switched_later_keeps_the_prefix_bit_for_bit(flagged):
     task, scene, world, snapshot, rollout, evaluation = flagged
     from simpact.guard.replay import compare
 
-    _, ctrl, _, _ = world.controls(rollout.plan, snapshot, task.tail_s)
+    mj = mujoco_access(world)
+    _, ctrl, _, _ = mj.controls(rollout.plan, snapshot, task.tail_s)
     ctrl = ctrl[:400]
-    data = mujoco.MjData(world.model)
-    world.restore(snapshot, data)
+    data = mj.new_data(snapshot)
     recorder = Recorder.for_world(world, data)
     recorder.run(ctrl)
     original = recorder.close()
-    lid = world.model.body("lid").id
+    lid = mj.model.body("lid").id
     rerun, model = rerun_controls(world, snapshot, ctrl, Change("solref", 0.2, "lid"), body=lid, switch=150)
     assert compare(original, rerun, stop=150) is None
     assert compare(original, rerun) is not None  # the change acts after the switch
-    geoms = world.model.geom_bodyid == lid
-    assert np.all(model.geom_solref[geoms, 0] == 0.2) and np.all(world.model.geom_solref[geoms, 0] < 0.2)
+    geoms = mj.model.geom_bodyid == lid
+    assert np.all(model.geom_solref[geoms, 0] == 0.2) and np.all(mj.model.geom_solref[geoms, 0] < 0.2)
     assert len(detect(rerun)) <= len(detect(original))
 
 
 def test_clean_rollouts_are_cleared_by_the_screen_alone():
     task = load_task("non_toppling_push")
     scene = task.scene(0)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
     audit = audit_and_repair(world, task, scene, 0, rollout, task.evaluate(rollout, scene, 0))
     assert not audit.screen.suspicious and not audit.recorded and audit.events == [] and audit.repair is None

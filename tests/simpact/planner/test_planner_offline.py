@@ -5,14 +5,14 @@ import pytest
 
 from simpact.planner.offline import plan_offline
 from simpact.tasks import Task, TaskError, load_task
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import make_world
 
 
 @pytest.fixture(scope="module")
 def push():
     task = load_task("non_toppling_push")
     scene = task.scene(2)
-    return task, scene, MujocoWorld(scene)
+    return task, scene, make_world(scene)
 
 
 def test_cem_solves_the_non_toppling_push(push):
@@ -98,7 +98,6 @@ def test_a_success_with_a_contact_artifact_is_not_trusted(monkeypatch):
     from simpact.guard.screen import ScreenResult
     from simpact.planner.audit import Audit
     from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
 
     fake = {"body": "carton", "peak_speed": 3.1, "onset_s": 0.5}
     audited = []
@@ -112,7 +111,7 @@ def test_a_success_with_a_contact_artifact_is_not_trusted(monkeypatch):
     monkeypatch.setattr(offline, "audit_and_repair", flag_successes)
     task = load_task("non_toppling_push")
     scene = task.scene(5)  # seed 5: the first population already holds a success
-    result = offline.plan_offline(task, scene, MujocoWorld(scene), 5, no_optimizer=True)
+    result = offline.plan_offline(task, scene, make_world(scene), 5, no_optimizer=True)
     assert len(audited) == len(result.proposals)  # every rollout, not only the successes
     assert not result.success  # every success was flagged
     assert any(p.success and p.notes["audit"] == [fake] for p in result.proposals)
@@ -122,10 +121,9 @@ def test_a_success_with_a_contact_artifact_is_not_trusted(monkeypatch):
 def test_planner_audit_reproduces_the_rollout_bit_for_bit():
     from simpact.planner.audit import audit_rollout
     from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
 
     task = load_task("non_toppling_push")
     scene = task.scene(0)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     rollout = world.rollout(task.reference_plan(scene, world.start_pose()), tail_s=task.tail_s)
     assert audit_rollout(world, rollout, task.tail_s) == []  # checks equality internally, no artifact
