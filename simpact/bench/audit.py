@@ -2,24 +2,30 @@
 
 Every episode of :mod:`simpact.guard.suite` is simulated under the recorder and audited
 (:func:`simpact.guard.suite.audit_events`: the paper's three stages plus the suite's jump-without-contact
-rule). An episode is predicted positive when any event is flagged. Each finished episode appends one JSON
-line to ``DIR/episodes.jsonl``; a rerun with the same ``DIR`` skips the seeds already there.
+rule). An episode is predicted positive when any event is flagged. Each finished episode is one line of the
+resumable episode log ``DIR/runs.jsonl`` (:class:`simpact.bench.episodes.EpisodeLog`, task ``SUITE``,
+keyed on the detector's thresholds); a rerun with the same ``DIR`` skips the seeds already there.
 ``DIR/result.json`` gives per-family counts, precision and recall (targets >= 0.9 each), the false positives
 and negatives with their events, and wall times (reported, never asserted).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from simpact.guard.detector import Event
+from simpact.bench.episodes import EpisodeLog, settings_id
+from simpact.core.jsonio import write_json
+from simpact.guard.detector import Event, Thresholds
+from simpact.guard.report import write_report
 from simpact.guard.suite import FAMILIES, POSITIVES, episode, run_episode
 
-__all__ = ["run_audit_bench"]
+__all__ = ["SUITE", "audit_settings", "run_audit_bench"]
+
+SUITE = "simuguard_suite"
+"""The ``task`` of the audit bench's log lines: the labelled suite of :mod:`simpact.guard.suite`."""
 
 TARGETS = {"precision": 0.9, "recall": 0.9}
 
@@ -44,6 +50,7 @@ def _run(seed: int, pictures: Path | None) -> dict[str, Any]:
     sim_s = time.perf_counter() - t0
     flagged = [e for e in events if e.flagged]
     record: dict[str, Any] = {
+        "task": SUITE,
         "seed": seed,
         "name": ep.name,
         "family": ep.family,
@@ -58,8 +65,6 @@ def _run(seed: int, pictures: Path | None) -> dict[str, Any]:
         "steps_per_s": round(ep.steps / sim_s, 1),
     }
     if pictures is not None and events:
-        from simpact.guard.report import write_report
-
         page = write_report(recording, events, pictures / ep.name, title=f"{ep.name} (label: {ep.artifact})")
         record["report"] = str(page)
     record["wall_s"] = round(time.perf_counter() - t0, 4)
@@ -106,45 +111,43 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def audit_settings() -> dict[str, Any]:
+    """What changes an audit episode's result besides its seed: the detector's thresholds (the suite audits
+    with the defaults)."""
+    return {"bench": "audit", "thresholds": Thresholds().to_dict()}
+
+
 def run_audit_bench(
     out: Path,
     seeds: Sequence[int] = range(54),
     progress: Callable[[dict[str, Any]], None] | None = None,
     pictures: bool = False,
 ) -> dict[str, Any]:
-    """Record and audit the suite's episodes of ``seeds`` (default 54: six per family); results in ``out``
-    (``episodes.jsonl``, ``result.json``; with ``pictures``, an HTML report per episode with events under
-    ``out/reports``)."""
+    """Record and audit the suite's episodes of ``seeds`` (default 54: six per family) not yet in
+    ``out/runs.jsonl`` under the current thresholds; results in ``out`` (``runs.jsonl``, ``result.json``;
+    with ``pictures``, an HTML report per episode with events under ``out/reports``)."""
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "episodes.jsonl"
-    done: dict[int, dict[str, Any]] = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                done[record["seed"]] = record
-    ran = 0
-    with log.open("a") as sink:
-        for seed in seeds:
-            if seed in done:
-                continue
-            record = _run(seed, out / "reports" if pictures else None)
-            sink.write(json.dumps(record) + "\n")
-            sink.flush()
-            done[seed] = record
-            ran += 1
-            if progress:
-                progress(record)
-    records = [done[s] for s in seeds]
+    log = EpisodeLog(out, {SUITE: settings_id(audit_settings())})
+    wanted = [(SUITE, seed) for seed in seeds]
+    todo = log.todo(wanted)
+    reports = out / "reports" if pictures else None
+
+    def run() -> Iterator[dict[str, Any]]:
+        for _, seed in todo:
+            yield _run(seed, reports)
+
+    log.append(run(), progress)
+    records = log.records(wanted)
     result = {
         "seeds": list(seeds),
         **_summary(records),
         "targets": TARGETS,
-        "ran": ran,
+        "ran": len(todo),
+        "ignored": log.ignored,
         "episode_wall_s": round(sum(r["wall_s"] for r in records), 3),
         "wall_s": round(time.perf_counter() - t0, 3),
     }
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "result.json", result)
     return result

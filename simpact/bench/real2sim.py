@@ -23,7 +23,6 @@ per frame (the whole pipeline, overlays and settle run included).
 from __future__ import annotations
 
 import itertools
-import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -31,12 +30,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
+from real2sim.datasets import (
+    REAL_FRAMES,
+    YCB_SIZES_M,
+    SharedDataMissing,
+    read_any_frame,
+    read_graspnet_object_points,
+    shared_data_dir,
+)
+from real2sim.pipeline import Real2SimConfig, run_real2sim
+from simpact.core.jsonio import write_json
 from simpact.core.rotations import quat_to_matrix
+from simpact.tasks import list_tasks, load_task
+from solvers.mujoco.playback import render_frame
+from solvers.mujoco.render import CameraSpec
+from solvers.mujoco.scene_builder import object_mesh
+from solvers.mujoco.world import MujocoWorld
 
 __all__ = [
     "TARGETS",
+    "format_table",
     "ground_truth_box",
+    "points_extent",
     "pose_errors",
     "run_real2sim_bench",
 ]
@@ -64,8 +81,6 @@ def ground_truth_box(obj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]
         return p + R @ [0.0, 0.0, h / 2], R, np.array([2 * r, 2 * r, h]), "rotational"
     if obj.shape == "sphere":
         return p, R, np.full(3, 2 * obj.size[0]), "sphere"
-    from solvers.mujoco.scene_builder import object_mesh
-
     mesh = object_mesh(obj)
     assert mesh is not None
     lo, hi = mesh.bounds
@@ -146,11 +161,6 @@ def _summary(values: list[float]) -> dict[str, float] | None:
 
 
 def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
-    from simpact.tasks import load_task
-    from solvers.mujoco.playback import render_frame
-    from solvers.mujoco.render import CameraSpec
-    from solvers.mujoco.world import MujocoWorld
-
     task = load_task(task_name)
     scene = task.scene(seed)
     raw = task.raw.get("camera")
@@ -160,8 +170,6 @@ def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
 
 def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[str, Any]:
     """real2sim on the rendered frame of one task scene, scored against the scene."""
-    from real2sim.pipeline import run_real2sim
-
     task, scene, frame = _rendered_frame(task_name, seed)
     t0 = time.perf_counter()
     result = run_real2sim(frame, task=task, out=out, config=config)
@@ -210,8 +218,6 @@ def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str,
     """Truth name → estimated object name. Numbered copies of one object (``bean_00`` ... ``bean_19``) look
     alike, so their estimates are paired with the true copies by nearest centres (Hungarian assignment);
     every other object is its own estimate."""
-    from scipy.optimize import linear_sum_assignment
-
     out = {n: n for n in names if n in result.geometries}
     groups: dict[str, list[str]] = {}
     for n in names:
@@ -268,9 +274,6 @@ def bench_real(relpath: str, known: dict[str, str | None], out: Path, config: An
     frame, for an object that is not a YCB object of known size) or ``none``. Where the frame ships object
     points, the object nearest to them also gets ``pc_extent_m`` and ``pc_extent_pct``: they are one view's
     surface, so a completed hidden side can only make the footprint longer than theirs."""
-    from real2sim.datasets import YCB_SIZES_M, read_any_frame, read_graspnet_object_points, shared_data_dir
-    from real2sim.pipeline import run_real2sim
-
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
     labels = list(known)
@@ -339,9 +342,6 @@ def run_real2sim_bench(
     config: Any = None,
 ) -> dict[str, Any]:
     """Score real2sim on rendered task frames and the real frames; write ``out/result.json``."""
-    from real2sim.pipeline import Real2SimConfig
-    from simpact.tasks import list_tasks
-
     config = config or Real2SimConfig()
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
@@ -358,8 +358,6 @@ def run_real2sim_bench(
                 progress(record)
     skipped = None
     if real:
-        from real2sim.datasets import REAL_FRAMES, SharedDataMissing, shared_data_dir
-
         try:
             shared_data_dir("rgbd")
         except SharedDataMissing as exc:
@@ -425,7 +423,7 @@ def run_real2sim_bench(
         "real_skipped": skipped,
         "errors": len(errors),
     }
-    (root / "result.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    write_json(root / "result.json", result)
     return result
 
 
@@ -451,42 +449,3 @@ def format_table(result: dict[str, Any]) -> str:
                 f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8}"
             )
     return "\n".join(lines)
-
-
-def cmd_bench_real2sim(args: Any) -> None:
-    from simpact.core.errors import UsageError
-    from simpact.tasks import TaskError, load_task
-
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
-    try:
-        for name in args.tasks or []:
-            load_task(name)  # unknown names fail before any work
-    except TaskError as exc:
-        raise UsageError(str(exc)) from None
-
-    def progress(record: dict[str, Any]) -> None:
-        if "error" in record:
-            print(f"  {record['frame']}: error: {record['error']}", flush=True)
-        else:
-            print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
-
-    out = Path(args.out)
-    result = run_real2sim_bench(
-        out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
-    )
-    print(format_table(result))
-    if result["real_skipped"]:
-        print(f"real frames skipped: {result['real_skipped']}")
-    verdicts = {True: "met", False: "MISSED", None: "not measured"}
-    met = ", ".join(f"{k} {verdicts[v]}" for k, v in result["targets_met"].items())
-    print(f"bench real2sim: {met} -> {out / 'result.json'}")
-
-
-def add_bench_real2sim_parser(bench: Any) -> None:
-    """Register ``bench real2sim`` on the ``simpact bench`` subparsers."""
-    p = bench.add_parser("real2sim", help="real2sim accuracy on rendered task frames and the real frames")
-    p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
-    p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
-    p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
-    p.add_argument("--out", required=True)
-    p.set_defaults(func=cmd_bench_real2sim)

@@ -17,8 +17,9 @@ The planner stops at its first trusted success, which is deterministic for a see
 does its time budget (``budget_s``) decide how many proposals it made, which depends on the machine.
 
 Both outcomes are the task's own check (``task.evaluate``), the executed one on the stand-in world's scene.
-Each finished episode is one line of ``DIR/runs.jsonl`` (resumable like ``simpact bench tasks``, whose log
-helpers it shares); ``DIR/result.json`` holds the agreement rate and the confusion matrix (predicted success
+Each finished episode is one line of the resumable episode log ``DIR/runs.jsonl``
+(:class:`simpact.bench.episodes.EpisodeLog`, keyed on the configuration and the task file's content);
+``DIR/result.json`` holds the agreement rate and the confusion matrix (predicted success
 or failure x executed success or failure) per task, per plan kind and overall. The paper measured 89% on
 its hardware.
 """
@@ -29,7 +30,6 @@ import hashlib
 import json
 import math
 import multiprocessing
-import os
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,13 +38,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from simpact.bench.tasks import RUNS, BenchError, Progress, _duration, _load_runs, append_runs
+from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
+from simpact.bench.episodes import BenchError, EpisodeLog, Progress, duration, task_settings
+from simpact.core.jsonio import write_json
 from simpact.core.vocab import OFFLINE_METHODS
+from simpact.planner.audit import artifact_free
+from simpact.planner.offline import plan_offline
+from simpact.tasks import load_task
+from solvers.mujoco.world import MujocoWorld
 
-__all__ = ["KINDS", "Sim2RealEpisode", "format_table", "run_episode", "run_sim2real"]
+__all__ = ["KINDS", "Sim2RealEpisode", "Sim2RealProgress", "format_table", "run_episode", "run_sim2real"]
 
 KINDS = ("accepted", "reference", "rejected")
-PLANNERS = OFFLINE_METHODS
 
 
 @dataclass(frozen=True)
@@ -61,9 +66,7 @@ class Sim2RealEpisode:
     gap: Mapping[str, Any] = field(default_factory=dict)
 
     def config(self) -> dict[str, Any]:
-        """Everything but (task, seed): runs in one output directory must share it."""
-        from robot.sim2real import RealityGap
-
+        """Everything but (task, seed) that changes the episode's result."""
         return {
             "method": self.method,
             "budget_s": self.budget_s,
@@ -84,13 +87,6 @@ def config_id(config: Mapping[str, Any]) -> str:
 
 def run_episode(episode: Sim2RealEpisode) -> dict[str, Any]:
     """Plan in the nominal world, execute the chosen plans in the perturbed one; the episode's JSON record."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
-    from simpact.planner.audit import artifact_free
-    from simpact.planner.offline import plan_offline
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
     t0 = time.perf_counter()
     task = load_task(episode.task)
     seed = episode.seed
@@ -188,7 +184,7 @@ def _execute(episodes: Sequence[Sim2RealEpisode], workers: int) -> Iterator[dict
 
 
 class Sim2RealProgress(Progress):
-    """:class:`simpact.bench.tasks.Progress` with one line per episode saying which plans agreed."""
+    """:class:`simpact.bench.episodes.Progress` with one line per episode saying which plans agreed."""
 
     def record(self, record: Mapping[str, Any]) -> None:
         if "error" in record:
@@ -274,10 +270,8 @@ def run_sim2real(
 ) -> dict[str, Any]:
     """Run every (task, seed) episode not yet in ``out/runs.jsonl``; ``out/result.json`` (returned) holds
     the agreement per task, per plan kind and overall."""
-    from robot.sim2real import RealityGap
-
-    if method not in PLANNERS:
-        raise BenchError(f"unknown planner '{method}'; expected one of {', '.join(PLANNERS)}")
+    if method not in OFFLINE_METHODS:
+        raise BenchError(f"unknown planner '{method}'; expected one of {', '.join(OFFLINE_METHODS)}")
     if rejected < 0 or budget_s <= 0 or population < 2:
         raise BenchError("rejected must be >= 0, budget_s > 0 and population >= 2")
     try:
@@ -286,7 +280,6 @@ def run_sim2real(
         raise BenchError(f"reality gap: {exc}") from None
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    log = out / RUNS
     make: dict[str, Any] = {
         "method": method,
         "budget_s": budget_s,
@@ -295,13 +288,17 @@ def run_sim2real(
         "gap": dict(gap or {}),
     }
     config = Sim2RealEpisode("", 0, **make).config()
-    runs = _load_runs(log, config_id(config))
+    log = EpisodeLog(out, task_settings(tasks, {"bench": "sim2real", **config}))
     wanted = [(name, seed) for name in tasks for seed in seeds]
-    todo = [Sim2RealEpisode(n, s, **make) for n, s in wanted if (n, s) not in runs]
+    todo = [Sim2RealEpisode(n, s, **make) for n, s in log.todo(wanted)]
     if progress is not None:
-        progress.start(len(wanted), [runs[key] for key in wanted if key in runs])
-    errors = append_runs(log, _execute(todo, workers), runs, progress)
-    done = [runs[key] for key in wanted if key in runs]
+        progress.start(len(wanted), log.records(wanted), log.ignored)
+    try:
+        errors = log.append(_execute(todo, workers), progress.record if progress else None)
+    finally:
+        if progress is not None:
+            progress.close()
+    done = log.records(wanted)
     result = {
         "config": {**config, "id": config_id(config)},
         "seeds": list(seeds),
@@ -309,12 +306,13 @@ def run_sim2real(
         "total_wall_s": round(time.perf_counter() - t0, 3),
         "episodes": len(wanted),
         "resumed": len(wanted) - len(todo),
+        "ignored": log.ignored,
         "overall": summarise(done),
         "tasks": {n: summarise([r for r in done if r["task"] == n]) for n in tasks},
         "errors": errors,
         "paper_agreement": 0.89,
     }
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "result.json", result)
     return result
 
 
@@ -353,79 +351,6 @@ def format_table(result: Mapping[str, Any]) -> str:
         low, high = overall["agreement_95ci"]
         lines.append(f"agreement by plan kind: {kinds}; overall 95% interval [{low:.2f}, {high:.2f}]")
     lines.append(
-        f"total wall {_duration(result['total_wall_s'])}; the paper measured 89% agreement on hardware"
+        f"total wall {duration(result['total_wall_s'])}; the paper measured 89% agreement on hardware"
     )
     return "\n".join(lines)
-
-
-# --- the command ----------------------------------------------------------------------------------------
-
-
-def add_sim2real_parser(bench: Any) -> None:
-    """Add ``simpact bench sim2real`` to the ``bench`` sub-parsers."""
-    p = bench.add_parser(
-        "sim2real",
-        help="agreement of predicted and executed outcomes in a perturbed stand-in real world (resumable)",
-    )
-    p.add_argument("tasks", nargs="*", help="task names (default: all)")
-    p.add_argument("--seeds", default="1-2", help="e.g. 1-3 or 0,3,5 (default 1-2)")
-    p.add_argument("--planner", choices=PLANNERS, default="cem", help="VLM-free planner (default cem)")
-    p.add_argument("--budget-s", type=float, default=30.0, help="planning time per episode, s (default 30)")
-    p.add_argument(
-        "--rejected", type=int, default=2, help="failed proposals executed per episode (default 2)"
-    )
-    p.add_argument(
-        "--gap-scale",
-        type=float,
-        default=1.0,
-        help="scale the reality gap's mass, friction, gain and pose ranges (1: +-20%%, 3 mm, 2 deg)",
-    )
-    p.add_argument("--workers", type=int, default=1, help="parallel episodes (each also uses every core)")
-    p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
-    p.set_defaults(func=cmd_bench_sim2real)
-
-
-def cmd_bench_sim2real(args: Any) -> None:
-    import sys
-
-    from robot.sim2real import RealityGap
-    from simpact.bench.tasks import parse_seeds
-    from simpact.core.errors import UsageError
-    from simpact.tasks import list_tasks, load_task
-
-    try:
-        seeds = parse_seeds(args.seeds)
-        gap = RealityGap().scaled(args.gap_scale)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
-    names = args.tasks or list_tasks()
-    for name in names:
-        load_task(name)  # unknown names fail before any work
-    out = Path(args.out)
-    try:
-        result = run_sim2real(
-            names,
-            seeds,
-            out,
-            Sim2RealProgress(sys.stderr),
-            method=args.planner,
-            budget_s=args.budget_s,
-            rejected=args.rejected,
-            gap=gap.to_dict(),
-            workers=args.workers,
-        )
-    except BenchError as exc:
-        raise UsageError(str(exc)) from None
-    print(format_table(result))
-    overall = result["overall"]
-    rate = "-" if overall["agreement"] is None else f"{overall['agreement']:.1%}"
-    print(
-        f"bench sim2real ({args.planner}, seeds {args.seeds}): agreement {rate} over "
-        f"{overall['plans']} plans -> {out / 'result.json'}"
-    )
-    if result["errors"]:
-        raise UsageError(
-            f"{len(result['errors'])} episode(s) failed with an error (see above); rerun to retry"
-        )

@@ -1,9 +1,10 @@
 """``simpact bench tasks``: success of the task suite over seeds with one planner, resumable and parallel.
 
-Each finished (task, seed) episode is appended to ``DIR/runs.jsonl`` as one flushed JSON line, written by the
-parent process alone; a rerun with the same ``DIR`` skips the episodes already there, so a killed benchmark
-neither loses nor repeats one. Episodes run in a local process pool (each worker builds its own world) or,
-with ``executor="ray"``, as Ray tasks. ``DIR/result.json`` summarises per task.
+Each finished (task, seed) episode is one line of the resumable episode log ``DIR/runs.jsonl``
+(:class:`simpact.bench.episodes.EpisodeLog`), keyed on the planner, the VLM settings and the task file's
+content: a rerun with the same ``DIR`` skips the episodes already there, so a killed benchmark neither loses
+nor repeats one, and reruns those whose settings changed. Episodes run in a local process pool (each worker
+builds its own world) or, with ``executor="ray"``, as Ray tasks. ``DIR/result.json`` summarises per task.
 
 Planners: ``reference`` rolls out each task's reference plan; ``cem``, ``template`` and ``gaussian`` run
 :func:`simpact.planner.offline.plan_offline`; ``vlm`` runs :func:`simpact.planner.loop.plan_with_vlm` with
@@ -12,57 +13,36 @@ the back-end that the episode's VLM settings describe (the flags of ``simpact pl
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
-import sys
 import time
 import traceback
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from simpact.core.errors import SimpactError
+from simpact.bench.episodes import BenchError, EpisodeLog, Progress, task_settings
+from simpact.core.jsonio import write_json
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS
+from simpact.planner.loop import LoopConfig
+from simpact.planner.session import plan_task
+from simpact.tasks import load_task
+from simpact.vlm.settings import build_vlm
+from solvers.mujoco.world import MujocoWorld
 
-__all__ = [
-    "EXECUTORS",
-    "PLANNERS",
-    "BenchError",
-    "Episode",
-    "Progress",
-    "format_table",
-    "parse_seeds",
-    "run_episode",
-    "run_tasks",
-]
+__all__ = ["TaskEpisode", "episode_settings", "format_table", "run_episode", "run_tasks"]
 
-PLANNERS = BENCH_PLANNERS
-RUNS = "runs.jsonl"
-
-
-class BenchError(SimpactError, ValueError):
-    """Bad benchmark input (a mismatched output directory, a missing executor): reported in one line."""
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1-10"``, ``"0,3,5"`` or ``"0,2-4"`` to a list of seeds."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        low, _, high = part.strip().partition("-")
-        try:
-            seeds.extend(range(int(low), int(high or low) + 1))
-        except ValueError:
-            raise ValueError(f"seeds: cannot read {part!r}; write e.g. 1-10 or 0,3,5") from None
-    return seeds
+VLM_RESULT_FREE = ("record",)
+"""VLM settings that do not change an episode's result (where exchanges are recorded): not in its key."""
 
 
 @dataclass(frozen=True)
-class Episode:
-    """One (task, seed) run with ``planner``; ``vlm`` holds the VLM flags of ``simpact plan`` (``vlm``,
-    ``model``, ``base_url``, ``replay``, ``record``, ``k``, ``k_max``) for the ``vlm`` planner."""
+class TaskEpisode:
+    """One (task, seed) run of ``bench tasks`` with ``planner``; ``vlm`` holds the VLM flags of
+    ``simpact plan`` (``vlm``, ``model``, ``base_url``, ``replay``, ``record``, ``k``, ``k_max``) for the
+    ``vlm`` planner."""
 
     task: str
     seed: int
@@ -73,12 +53,8 @@ class Episode:
 # --- one episode (runs in a worker) ---------------------------------------------------------------------
 
 
-def run_episode(episode: Episode) -> dict[str, Any]:
+def run_episode(episode: TaskEpisode) -> dict[str, Any]:
     """Build the episode's world, plan (or roll out the reference plan) and return its JSON record."""
-    os.environ.setdefault("MUJOCO_GL", "egl")  # a Ray worker may not inherit the CLI's setting
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
     t0 = time.perf_counter()
     task = load_task(episode.task)
     scene = task.scene(episode.seed)
@@ -104,11 +80,7 @@ def _reference_record(task: Any, scene: Any, world: Any, seed: int) -> dict[str,
     }
 
 
-def _planner_record(task: Any, scene: Any, world: Any, episode: Episode) -> dict[str, Any]:
-    from simpact.planner.loop import LoopConfig
-    from simpact.planner.session import plan_task
-    from simpact.vlm.settings import build_vlm
-
+def _planner_record(task: Any, scene: Any, world: Any, episode: TaskEpisode) -> dict[str, Any]:
     vlm, config = None, LoopConfig()
     if episode.planner == "vlm":
         settings = dict(episode.vlm)
@@ -128,7 +100,7 @@ def _planner_record(task: Any, scene: Any, world: Any, episode: Episode) -> dict
     }
 
 
-def _safe_episode(episode: Episode) -> dict[str, Any]:
+def _safe_episode(episode: TaskEpisode) -> dict[str, Any]:
     """:func:`run_episode`, with an exception turned into an ``error`` record (not logged, retried on
     resume) so that one broken episode does not stop the others."""
     try:
@@ -142,7 +114,7 @@ def _safe_episode(episode: Episode) -> dict[str, Any]:
 # --- executors ------------------------------------------------------------------------------------------
 
 
-def _execute(episodes: Sequence[Episode], executor: str, workers: int) -> Iterator[dict[str, Any]]:
+def _execute(episodes: Sequence[TaskEpisode], executor: str, workers: int) -> Iterator[dict[str, Any]]:
     """Records of ``episodes`` in the order they finish."""
     if executor == "ray":
         return _ray(episodes, workers)
@@ -153,7 +125,7 @@ def _execute(episodes: Sequence[Episode], executor: str, workers: int) -> Iterat
     return _pool(episodes, workers)
 
 
-def _pool(episodes: Sequence[Episode], workers: int) -> Iterator[dict[str, Any]]:
+def _pool(episodes: Sequence[TaskEpisode], workers: int) -> Iterator[dict[str, Any]]:
     context = multiprocessing.get_context("spawn")  # no fork of a process that may hold threads
     pool = ProcessPoolExecutor(min(workers, len(episodes)), mp_context=context)
     try:
@@ -164,7 +136,7 @@ def _pool(episodes: Sequence[Episode], workers: int) -> Iterator[dict[str, Any]]
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _ray(episodes: Sequence[Episode], workers: int) -> Iterator[dict[str, Any]]:
+def _ray(episodes: Sequence[TaskEpisode], workers: int) -> Iterator[dict[str, Any]]:
     try:
         import ray
     except ImportError:
@@ -174,106 +146,16 @@ def _ray(episodes: Sequence[Episode], workers: int) -> Iterator[dict[str, Any]]:
             ray.init(address="auto")  # an existing cluster (RAY_ADDRESS or a local `ray start`)
         except ConnectionError:
             ray.init(num_cpus=workers)  # none running: start a local one
-    remote = ray.remote(_safe_episode)
+    # mujoco picks its GL back-end at import, before the task runs: a cluster's worker gets the setting here
+    gl = {"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}}
+    remote = ray.remote(runtime_env=gl)(_safe_episode)
     pending = [remote.remote(e) for e in episodes]
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         yield ray.get(done[0])
 
 
-# --- progress -------------------------------------------------------------------------------------------
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
-
-
-class Progress:
-    """Done/total, successes, elapsed time and ETA on ``stream``: one ``\\r``-updated line on a terminal,
-    a plain line per episode otherwise."""
-
-    def __init__(self, stream: TextIO | None = None, tty: bool | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.total = self.done = self.ok = self.resumed = 0
-        self.t0 = time.perf_counter()
-
-    def start(self, total: int, records: Sequence[Mapping[str, Any]]) -> None:
-        self.total, self.resumed = total, len(records)
-        self.done, self.ok = len(records), sum(bool(r["success"]) for r in records)
-        self.t0 = time.perf_counter()
-        if self.resumed:
-            self._emit(f"resuming: {self.resumed} of {total} episodes already in {RUNS}")
-        self._bar()
-
-    def record(self, record: Mapping[str, Any]) -> None:
-        if "error" in record:
-            self._emit(f"  ERROR {record['task']} seed {record['seed']}: {record['error']}")
-        else:
-            self.done += 1
-            self.ok += bool(record["success"])
-            verdict = "ok  " if record["success"] else "FAIL"
-            self._emit(
-                f"  {verdict} {record['task']} seed {record['seed']}: score {record['score']:.3f}, "
-                f"{record['rollouts']} rollouts, {record['plan_wall_s']:.1f} s"
-            )
-        self._bar()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
-
-    def status(self) -> str:
-        elapsed = time.perf_counter() - self.t0
-        ran = self.done - self.resumed
-        left = self.total - self.done
-        eta = _duration(elapsed / ran * left) if ran else "?"
-        return (
-            f"[{self.done}/{self.total}] {self.ok} ok, elapsed {_duration(elapsed)}, "
-            f"ETA {eta if left else '0s'}"
-        )
-
-    def _emit(self, line: str) -> None:
-        if self.tty:
-            line = "\r\033[K" + line + "\n"
-        else:
-            line = f"{line}  {self.status()}\n" if line.startswith("  ") else line + "\n"
-        self.stream.write(line)
-        self.stream.flush()
-
-    def _bar(self) -> None:
-        if self.tty:
-            self.stream.write("\r\033[K" + self.status())
-            self.stream.flush()
-
-
 # --- the benchmark --------------------------------------------------------------------------------------
-
-
-def _load_runs(log: Path, planner: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """Records already in ``log``; a torn last line (a kill mid-write) is cut off."""
-    if not log.exists():
-        return {}
-    text = log.read_text()
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-        log.write_text(text)
-    runs: dict[tuple[str, int], dict[str, Any]] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        logged = record.get("planner", "reference")
-        if logged != planner:
-            raise BenchError(f"{log} holds runs of planner '{logged}', not '{planner}'; choose another --out")
-        runs[(record["task"], record["seed"])] = record
-    return runs
 
 
 def _task_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -300,30 +182,13 @@ def _audit_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return {key: sum(int(a.get(key, 0)) for a in audits) for key in AUDIT_COUNTS}
 
 
-def append_runs(
-    log: Path,
-    records: Iterable[dict[str, Any]],
-    runs: dict[tuple[str, int], dict[str, Any]],
-    progress: Progress | None = None,
-) -> list[dict[str, Any]]:
-    """Append each finished episode to ``log`` as it arrives (a killed run resumes from there) and to ``runs``
-    by (task, seed); the records that carry an ``error`` are returned instead. Closes ``progress``."""
-    errors: list[dict[str, Any]] = []
-    try:
-        with log.open("a") as sink:
-            for record in records:
-                if "error" in record:
-                    errors.append(record)
-                else:
-                    sink.write(json.dumps(record) + "\n")
-                    sink.flush()
-                    runs[(record["task"], record["seed"])] = record
-                if progress is not None:
-                    progress.record(record)
-    finally:
-        if progress is not None:
-            progress.close()
-    return errors
+def episode_settings(planner: str, vlm: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What besides the task file changes a ``bench tasks`` episode's result: the planner and, for the
+    ``vlm`` planner, its VLM settings."""
+    settings: dict[str, Any] = {"bench": "tasks", "planner": planner}
+    if planner == "vlm":
+        settings["vlm"] = {k: v for k, v in (vlm or {}).items() if k not in VLM_RESULT_FREE}
+    return settings
 
 
 def run_tasks(
@@ -337,19 +202,22 @@ def run_tasks(
     workers: int = 1,
     executor: str = "local",
 ) -> dict[str, Any]:
-    """Run every (task, seed) episode not yet in ``out/runs.jsonl`` with ``planner``; ``out/result.json``
-    summarises per task (wall times are per plan) and is returned."""
-    if planner not in PLANNERS:
-        raise BenchError(f"unknown planner '{planner}'; expected one of {', '.join(PLANNERS)}")
+    """Run every (task, seed) episode not yet in ``out/runs.jsonl`` under these settings with ``planner``;
+    ``out/result.json`` summarises per task (wall times are per plan) and is returned."""
+    if planner not in BENCH_PLANNERS:
+        raise BenchError(f"unknown planner '{planner}'; expected one of {', '.join(BENCH_PLANNERS)}")
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    log = out / RUNS
-    runs = _load_runs(log, planner)
+    log = EpisodeLog(out, task_settings(tasks, episode_settings(planner, vlm)))
     wanted = [(name, seed) for name in tasks for seed in seeds]
-    todo = [Episode(n, s, planner, dict(vlm or {})) for n, s in wanted if (n, s) not in runs]
+    todo = [TaskEpisode(n, s, planner, dict(vlm or {})) for n, s in log.todo(wanted)]
     if progress is not None:
-        progress.start(len(wanted), [runs[key] for key in wanted if key in runs])
-    errors = append_runs(log, _execute(todo, executor, workers), runs, progress)
+        progress.start(len(wanted), log.records(wanted), log.ignored)
+    try:
+        errors = log.append(_execute(todo, executor, workers), progress.record if progress else None)
+    finally:
+        if progress is not None:
+            progress.close()
     result = {
         "planner": planner,
         "vlm": (vlm or {}).get("vlm") if planner == "vlm" else None,
@@ -359,10 +227,11 @@ def run_tasks(
         "total_wall_s": round(time.perf_counter() - t0, 3),
         "episodes": len(wanted),
         "resumed": len(wanted) - len(todo),
-        "tasks": {n: _task_summary([runs[(n, s)] for s in seeds if (n, s) in runs]) for n in tasks},
+        "ignored": log.ignored,
+        "tasks": {n: _task_summary(log.records((n, s) for s in seeds)) for n in tasks},
         "errors": errors,
     }
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "result.json", result)
     return result
 
 

@@ -8,27 +8,48 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from robot.sim2real import RealityGap
+from simpact.bench.audit import run_audit_bench
+from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
+from simpact.bench.perf import run_perf
+from simpact.bench.real2sim import format_table as real2sim_table
+from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.sim2real import Sim2RealProgress, run_sim2real
+from simpact.bench.sim2real import format_table as sim2real_table
+from simpact.bench.tasks import format_table as tasks_table
+from simpact.bench.tasks import run_tasks
+from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
 from simpact.core.errors import UsageError
 from simpact.core.jsonio import write_json
+from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, OFFLINE_METHODS, VLM_CHOICES
+from simpact.tasks import list_tasks, load_task
 
 __all__ = ["add_parsers"]
 
 
 def _seeds(text: str) -> list[int]:
     """``--seeds`` (``1-10``, ``0,3,5``) as a list, or a one-line usage error."""
-    from simpact.bench.tasks import parse_seeds
-
     try:
         return parse_seeds(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def cmd_bench_tasks(args: argparse.Namespace) -> None:
-    from simpact.bench.tasks import BenchError, Progress, format_table, run_tasks
-    from simpact.planner.commands import VLM_ARGUMENTS, build_vlm
-    from simpact.tasks import list_tasks, load_task
+def _task_names(tasks: list[str]) -> list[str]:
+    """The named tasks (all when none is named), each loaded so that an unknown name fails before any work."""
+    names = tasks or list_tasks()
+    for name in names:
+        load_task(name)
+    return names
 
+
+def _with_ignored(line: str, result: dict[str, Any]) -> str:
+    """``line`` with the note on earlier log lines under other settings, if any."""
+    note = ignored_note(result.get("ignored", 0))
+    return f"{line} ({note})" if note else line
+
+
+def cmd_bench_tasks(args: argparse.Namespace) -> None:
     seeds = _seeds(args.seeds)
     if args.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
@@ -36,15 +57,12 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
     if args.planner == "vlm":
         if args.vlm is None:
             raise UsageError("--planner vlm needs --vlm gemini|openai|replay")
-        build_vlm(args)  # a bad VLM setting fails here, before any episode
+        vlm_from_args(args)  # a bad VLM setting fails here, before any episode
     elif args.vlm is not None:
         raise UsageError(f"--vlm goes with --planner vlm, not --planner {args.planner}")
     else:
-        build_vlm(argparse.Namespace(**{**vlm, "vlm": "none"}))  # --model etc. need --planner vlm
-    names = args.tasks or list_tasks()
-    for name in names:
-        load_task(name)  # unknown names fail before any work
-
+        vlm_from_args(args, "none")  # --model etc. need --planner vlm
+    names = _task_names(args.tasks)
     out = Path(args.out)
     try:
         result = run_tasks(
@@ -59,9 +77,10 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
         )
     except BenchError as exc:
         raise UsageError(str(exc)) from None
-    print(format_table(result))
+    print(tasks_table(result))
     planner = f"vlm {args.vlm}" if args.planner == "vlm" else args.planner
-    print(f"bench tasks ({planner}, seeds {args.seeds}, {args.workers} workers) -> {out / 'result.json'}")
+    line = f"bench tasks ({planner}, seeds {args.seeds}, {args.workers} workers) -> {out / 'result.json'}"
+    print(_with_ignored(line, result))
     if result["errors"]:
         raise UsageError(
             f"{len(result['errors'])} episode(s) failed with an error (see above); rerun to retry"
@@ -69,8 +88,6 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_audit(args: argparse.Namespace) -> None:
-    from simpact.bench.audit import run_audit_bench
-
     seeds = _seeds(args.seeds)
 
     def progress(record: dict[str, Any]) -> None:
@@ -80,16 +97,15 @@ def cmd_bench_audit(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
     result = run_audit_bench(out, seeds, progress=progress, pictures=args.pictures)
-    print(
+    line = (
         f"bench audit ({len(seeds)} episodes): precision {result['precision']:.3f}, "
         f"recall {result['recall']:.3f}, {result['fp']} false positives, {result['fn']} false negatives "
         f"-> {out / 'result.json'}"
     )
+    print(_with_ignored(line, result))
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
-    from simpact.bench.perf import run_perf
-
     result = run_perf(task_name=args.task, k=args.k, repeats=args.repeats)
     out = write_json(Path(args.out) / "result.json", result)
     print(
@@ -98,24 +114,83 @@ def cmd_bench(args: argparse.Namespace) -> None:
     )
 
 
-def add_parsers(verbs: Any) -> None:
-    """Register ``bench`` and its sub-verbs."""
-    from simpact.bench.tasks import EXECUTORS, PLANNERS
-    from simpact.planner.commands import VLM_CHOICES, add_vlm_arguments
+def cmd_bench_real2sim(args: argparse.Namespace) -> None:
+    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
+    for name in args.tasks or []:
+        load_task(name)  # unknown names fail before any work
 
-    bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    def progress(record: dict[str, Any]) -> None:
+        if "error" in record:
+            print(f"  {record['frame']}: error: {record['error']}", flush=True)
+        else:
+            print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
+
+    out = Path(args.out)
+    result = run_real2sim_bench(
+        out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+    )
+    print(real2sim_table(result))
+    if result["real_skipped"]:
+        print(f"real frames skipped: {result['real_skipped']}")
+    verdicts = {True: "met", False: "MISSED", None: "not measured"}
+    met = ", ".join(f"{k} {verdicts[v]}" for k, v in result["targets_met"].items())
+    print(f"bench real2sim: {met} -> {out / 'result.json'}")
+
+
+def cmd_bench_sim2real(args: argparse.Namespace) -> None:
+    try:
+        seeds = parse_seeds(args.seeds)
+        gap = RealityGap().scaled(args.gap_scale)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    names = _task_names(args.tasks)
+    out = Path(args.out)
+    try:
+        result = run_sim2real(
+            names,
+            seeds,
+            out,
+            Sim2RealProgress(sys.stderr),
+            method=args.planner,
+            budget_s=args.budget_s,
+            rejected=args.rejected,
+            gap=gap.to_dict(),
+            workers=args.workers,
+        )
+    except BenchError as exc:
+        raise UsageError(str(exc)) from None
+    print(sim2real_table(result))
+    overall = result["overall"]
+    rate = "-" if overall["agreement"] is None else f"{overall['agreement']:.1%}"
+    line = (
+        f"bench sim2real ({args.planner}, seeds {args.seeds}): agreement {rate} over "
+        f"{overall['plans']} plans -> {out / 'result.json'}"
+    )
+    print(_with_ignored(line, result))
+    if result["errors"]:
+        raise UsageError(
+            f"{len(result['errors'])} episode(s) failed with an error (see above); rerun to retry"
+        )
+
+
+def _add_perf(bench: Any) -> None:
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push")
     p.add_argument("--k", type=int, default=10, help="rollouts in the parallel batch")
     p.add_argument("--repeats", type=int, default=5, help="timing pairs per ratio (median reported)")
     p.add_argument("--out", required=True)
     p.set_defaults(func=cmd_bench)
+
+
+def _add_tasks(bench: Any) -> None:
     p = bench.add_parser("tasks", help="success of a planner on every task over seeds (resumable, parallel)")
     p.add_argument("tasks", nargs="*", help="task names (default: all)")
     p.add_argument("--seeds", default="1-10", help="e.g. 1-10 or 0,3,5")
     p.add_argument(
         "--planner",
-        choices=PLANNERS,
+        choices=BENCH_PLANNERS,
         default="reference",
         help="reference plans, a VLM-free planner, or SIMPACT's VLM loop (default reference)",
     )
@@ -128,16 +203,50 @@ def add_parsers(verbs: Any) -> None:
     )
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_tasks)
+
+
+def _add_audit(bench: Any) -> None:
     p = bench.add_parser("audit", help="SimuGuard precision and recall on a labelled suite (resumable)")
     p.add_argument("--seeds", default="0-53", help="episode seeds; 9 families cycle through them")
     p.add_argument("--pictures", action="store_true", help="also write an HTML report with plots per episode")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_audit)
 
-    from simpact.bench.real2sim import add_bench_real2sim_parser
 
-    add_bench_real2sim_parser(bench)
+def _add_real2sim(bench: Any) -> None:
+    p = bench.add_parser("real2sim", help="real2sim accuracy on rendered task frames and the real frames")
+    p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
+    p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
+    p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_bench_real2sim)
 
-    from simpact.bench.sim2real import add_sim2real_parser
 
-    add_sim2real_parser(bench)
+def _add_sim2real(bench: Any) -> None:
+    p = bench.add_parser(
+        "sim2real",
+        help="agreement of predicted and executed outcomes in a perturbed stand-in real world (resumable)",
+    )
+    p.add_argument("tasks", nargs="*", help="task names (default: all)")
+    p.add_argument("--seeds", default="1-2", help="e.g. 1-3 or 0,3,5 (default 1-2)")
+    p.add_argument("--planner", choices=OFFLINE_METHODS, default="cem", help="VLM-free planner (default cem)")
+    p.add_argument("--budget-s", type=float, default=30.0, help="planning time per episode, s (default 30)")
+    p.add_argument(
+        "--rejected", type=int, default=2, help="failed proposals executed per episode (default 2)"
+    )
+    p.add_argument(
+        "--gap-scale",
+        type=float,
+        default=1.0,
+        help="scale the reality gap's mass, friction, gain and pose ranges (1: +-20%%, 3 mm, 2 deg)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="parallel episodes (each also uses every core)")
+    p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
+    p.set_defaults(func=cmd_bench_sim2real)
+
+
+def add_parsers(verbs: Any) -> None:
+    """Register ``bench`` and its sub-verbs."""
+    bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    for add in (_add_perf, _add_tasks, _add_audit, _add_real2sim, _add_sim2real):
+        add(bench)

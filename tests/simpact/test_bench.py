@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from simpact.bench.episodes import parse_seeds
 from simpact.bench.perf import run_perf
-from simpact.bench.tasks import parse_seeds
 from simpact.cli import main
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation, perturb_scene
+from simpact.bench.episodes import RUNS, BenchError
 from simpact.bench.sim2real import format_table, run_sim2real
-from simpact.bench.tasks import RUNS, BenchError
 from simpact.tasks import load_task
 from solvers.mujoco.world import MujocoWorld
 
@@ -100,11 +100,15 @@ def test_tiny_run_reports_agreement_and_a_consistent_confusion_matrix(
     assert TASK in table and "P+E+" in table and "89%" in table
 
 
-def test_a_rerun_resumes_and_another_config_is_refused(tiny_run: tuple[Path, dict[str, Any]]) -> None:
+def test_a_rerun_resumes_and_another_config_reruns(tiny_run: tuple[Path, dict[str, Any]]) -> None:
     out, first = tiny_run
     again = run_sim2real([TASK], [1], out, budget_s=15.0, rejected=2)
-    assert again["resumed"] == 1 and again["tasks"] == first["tasks"]
-    with pytest.raises(BenchError, match="choose another --out"):
-        run_sim2real([TASK], [1], out, budget_s=15.0, rejected=1)
+    assert again["resumed"] == 1 and again["ignored"] == 0 and again["tasks"] == first["tasks"]
+    other = run_sim2real([TASK], [1], out, budget_s=15.0, rejected=1)
+    assert other["resumed"] == 0 and other["ignored"] == 1
+    (record,) = [json.loads(line) for line in (out / RUNS).read_text().splitlines()][1:]
+    assert [p["kind"] for p in record["plans"]].count("rejected") <= 1  # the new config's episode
+    back = run_sim2real([TASK], [1], out, budget_s=15.0, rejected=2)
+    assert back["resumed"] == 1 and back["ignored"] == 1 and back["tasks"] == first["tasks"]
     with pytest.raises(BenchError, match="reality gap"):
         run_sim2real([TASK], [1], out, gap={"mass": 1.5})

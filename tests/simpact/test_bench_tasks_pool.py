@@ -3,6 +3,7 @@
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,8 +12,10 @@ import types
 from collections import Counter
 from pathlib import Path
 
-from simpact.bench.tasks import Episode, Progress, run_episode, run_tasks
+from simpact.bench.episodes import RUNS, EpisodeLog, Progress, settings_id, task_settings
+from simpact.bench.tasks import TaskEpisode, episode_settings, run_episode, run_tasks
 from simpact.cli import main
+from simpact.tasks import tasks_dir
 
 TASK = "non_toppling_push"
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,20 +63,66 @@ def test_killed_bench_resumes_without_losing_or_repeating_an_episode(tmp_path):
 
 
 def test_cem_planner_episode_solves_a_rigid_task():
-    record = run_episode(Episode(TASK, 5, "cem"))  # one CEM population
+    record = run_episode(TaskEpisode(TASK, 5, "cem"))  # one CEM population
     assert record["success"] is True and record["planner"] == "cem" and record["method"] == "cem"
     assert record["rollouts"] >= 1 and record["plan"]["actions"]
     assert "proposals" not in record  # the JSONL line stays small
     json.dumps(record)
 
 
-def test_a_torn_last_line_is_cut_and_a_mixed_planner_is_refused(tmp_path):
-    log = tmp_path / "runs.jsonl"
-    first = run_episode(Episode(TASK, 1))
-    log.write_text(json.dumps(first) + "\n" + '{"task": "non_toppling_pu')
+def test_a_torn_last_line_is_cut_off(tmp_path):
+    log = tmp_path / RUNS
+    first = run_tasks([TASK], [1], tmp_path)
+    (line,) = log.read_text().splitlines()
+    assert json.loads(line)["settings"] == task_settings([TASK], episode_settings("reference", None))[TASK]
+    log.write_text(line + "\n" + '{"task": "non_toppling_pu')  # killed mid-write
     result = run_tasks([TASK], [1], tmp_path)
-    assert result["resumed"] == 1 and log.read_text() == json.dumps(first) + "\n"
-    assert main(["bench", "tasks", TASK, "--seeds", "1", "--planner", "cem", "--out", str(tmp_path)]) == 2
+    assert result["resumed"] == 1 and result["ignored"] == 0 and log.read_text() == line + "\n"
+    assert result["tasks"] == first["tasks"]
+    log.write_text(line + "\n" + "not json\n" + line + "\n")  # a broken line inside: not ours to guess
+    assert main(["bench", "tasks", TASK, "--seeds", "1", "--out", str(tmp_path)]) == 2
+
+
+def test_a_changed_planner_reruns_and_the_old_lines_are_ignored(tmp_path, capsys):
+    base = ["bench", "tasks", TASK, "--seeds", "5", "--workers", "1", "--out", str(tmp_path)]
+    assert main(base) == 0
+    capsys.readouterr()
+    assert main([*base, "--planner", "cem"]) == 0
+    out = capsys.readouterr()
+    assert out.err.count(" seed 5") == 1  # the cem episode ran
+    assert "(1 earlier episodes under other settings ignored)" in out.out.splitlines()[-1]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["resumed"] == 0 and result["ignored"] == 1 and result["tasks"][TASK]["runs"] == 1
+    assert [r["planner"] for r in _lines(tmp_path / RUNS)] == ["reference", "cem"]  # both kept
+    assert main(base) == 0  # back to the reference planner: resumed, nothing rerun
+    out = capsys.readouterr()
+    assert out.err.count(" seed 5") == 0 and "1 earlier episodes under other settings ignored" in out.out
+    assert len(_lines(tmp_path / RUNS)) == 2
+
+
+def test_a_changed_task_file_reruns_the_episode(tmp_path):
+    task = tmp_path / f"{TASK}.yaml"
+    shutil.copy(tasks_dir() / f"{TASK}.yaml", task)
+    out = tmp_path / "bench"
+    first = run_tasks([str(task)], [1], out)
+    assert first["resumed"] == 0 and first["tasks"][str(task)]["runs"] == 1
+    task.write_text("# a comment changes nothing\n" + task.read_text())
+    assert run_tasks([str(task)], [1], out)["resumed"] == 1
+    task.write_text(task.read_text().replace("tail_s: 1.0", "tail_s: 1.5"))  # a number that changes results
+    changed = run_tasks([str(task)], [1], out)
+    assert changed["resumed"] == 0 and changed["ignored"] == 1 and changed["tasks"][str(task)]["runs"] == 1
+    assert len(_lines(out / RUNS)) == 2
+
+
+def test_the_key_holds_the_vlm_settings_but_not_where_they_are_recorded(tmp_path):
+    vlm = {"vlm": "replay", "model": None, "base_url": None, "replay": "a.jsonl", "record": None, "k": 10}
+    key = task_settings([TASK], episode_settings("vlm", vlm))
+    assert key != task_settings([TASK], episode_settings("vlm", {**vlm, "replay": "b.jsonl"}))
+    assert key != task_settings([TASK], episode_settings("vlm", {**vlm, "k": 8}))
+    assert key == task_settings([TASK], episode_settings("vlm", {**vlm, "record": "log.jsonl"}))
+    assert key != task_settings([TASK], episode_settings("cem", None))
+    assert settings_id({"a": 1, "b": 2}) == settings_id({"b": 2, "a": 1})
+    assert EpisodeLog(tmp_path, key).done == {}  # no log yet
 
 
 def test_ray_executor_without_ray_names_the_install(tmp_path, monkeypatch, capsys):
@@ -101,13 +150,18 @@ def test_ray_executor_submits_each_episode_as_a_task(tmp_path, monkeypatch):
         def remote(self, *args):
             return self.func(*args)  # the object ref is the value itself
 
+    def remote(func=None, **options):
+        calls.append(f"remote {sorted(options)}")
+        return Remote(func) if func is not None else Remote
+
     fake.init = init  # type: ignore[attr-defined]
-    fake.remote = Remote  # type: ignore[attr-defined]
+    fake.remote = remote  # type: ignore[attr-defined]
     fake.wait = lambda refs, num_returns: (refs[:num_returns], refs[num_returns:])  # type: ignore[attr-defined]
     fake.get = lambda ref: ref  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "ray", fake)
     result = run_tasks([TASK], [1, 2], tmp_path, executor="ray", workers=3)
-    assert calls == ["init auto None", "init None 3"]  # no cluster found: a local one
+    # no cluster found: a local one; MUJOCO_GL goes with each task (mujoco reads it at import)
+    assert calls == ["init auto None", "init None 3", "remote ['runtime_env']"]
     assert result["tasks"][TASK]["successes"] == 2 and result["executor"] == "ray"
 
 
@@ -117,7 +171,7 @@ def test_vlm_flags_are_checked_before_any_episode(tmp_path):
     assert main([*base, "--vlm", "gemini"]) == 2  # --vlm without --planner vlm
     assert main([*base, "--planner", "vlm", "--vlm", "replay"]) == 2  # no --replay FILE
     assert main([*base, "--model", "m"]) == 2
-    assert not (tmp_path / "runs.jsonl").exists()
+    assert not (tmp_path / RUNS).exists()
 
 
 def test_progress_plain_lines_and_terminal_bar():
