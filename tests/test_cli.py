@@ -1,5 +1,6 @@
 """The `simpact` command's contract: verbs, result files, exit statuses."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -7,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from simpact.cli import main
+from simpact import __version__
+from simpact.cli import build_parser, main
 from simpact.core.actions import load_plan
 from simpact.core.frame import read_frame_bundle
 from simpact.tasks import list_tasks
@@ -88,6 +90,17 @@ def test_bad_plan_file_is_refused_before_simulating(tmp_path, capsys):
 def test_console_script_runs():
     done = subprocess.run([sys.executable, "-m", "simpact.cli", "tasks"], capture_output=True, text=True)
     assert done.returncode == 0 and "non_toppling_push" in done.stdout
+
+
+def test_version_prints_the_package_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.strip() == f"simpact {__version__}"
+
+
+def test_every_command_group_registers_its_verbs():
+    verbs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(verbs) == {"tasks", "rollout", "render", "plan", "audit", "real2sim", "robot", "bench"}
 
 
 def test_render_with_a_camera_file(tmp_path):

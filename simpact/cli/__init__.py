@@ -7,43 +7,48 @@ reported in one line and exits with its ``exit_code`` (2 for bad input).
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-from collections.abc import Callable, Sequence
 
-from simpact.cli import bench, rollout
-from simpact.core.errors import EXIT_BAD_INPUT, SimpactError
+# Offscreen rendering without a display: MuJoCo reads MUJOCO_GL once, when it is first imported, and the
+# command groups below import it.
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+from typing import Any, Protocol  # noqa: E402
+
+from robot.commands import add_robot_parser  # noqa: E402
+from simpact import __version__  # noqa: E402
+from simpact.cli import audit, bench, plan, real2sim, rollout  # noqa: E402
+from simpact.core.errors import EXIT_BAD_INPUT, SimpactError  # noqa: E402
 
 __all__ = ["build_parser", "main"]
 
 
+class CommandGroup(Protocol):
+    """A module of this package that registers its verbs on the ``simpact`` subparsers."""
+
+    def add_parsers(self, verbs: Any) -> None: ...
+
+
+robot = SimpleNamespace(add_parsers=add_robot_parser)  # until the robot verbs move to simpact/cli/robot.py
+
+GROUPS: tuple[CommandGroup, ...] = (rollout, plan, audit, real2sim, robot, bench)
+"""The command groups, registered in this order (``simpact --help`` lists their verbs so)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="simpact", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"simpact {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True)
-    rollout.add_parsers(verbs)
-
-    from simpact.guard.commands import add_audit_parser
-
-    add_audit_parser(verbs)
-
-    from robot.commands import add_robot_parser
-
-    add_robot_parser(verbs)
-
-    from simpact.planner.commands import add_plan_parser
-
-    add_plan_parser(verbs)
-
-    from real2sim.commands import add_real2sim_parser
-
-    add_real2sim_parser(verbs)
-    bench.add_parsers(verbs)
+    for group in GROUPS:
+        group.add_parsers(verbs)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    os.environ.setdefault("MUJOCO_GL", "egl")  # offscreen rendering without a display; read at mujoco import
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], None] = args.func
     try:

@@ -9,8 +9,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from simpact.core.actions import load_plan
 from simpact.core.errors import UsageError
+from simpact.core.frame import write_frame_bundle
 from simpact.core.jsonio import write_json
+from simpact.core.scene import Scene
+from simpact.tasks import Task, list_tasks, load_task
+from solvers.mujoco.playback import render_frame, write_rollout_video
+from solvers.mujoco.render import CameraSpec
+from solvers.mujoco.world import MujocoWorld
 
 __all__ = ["add_parsers"]
 
@@ -18,13 +27,9 @@ REACH_TOLERANCE_M = 0.005
 """Waypoints the arm's joints cannot reach closer than this are reported, m."""
 
 
-def _camera(task: Any, path: str | None) -> Any:
+def _camera(task: Task, path: str | None) -> CameraSpec | None:
     """The rendering camera: from ``--camera FILE`` (YAML or JSON), else the task's ``camera``, else the
     default D435i view."""
-    import yaml
-
-    from solvers.mujoco.render import CameraSpec
-
     source = path or f"task {task.name} camera"
     try:
         raw = yaml.safe_load(Path(path).read_text()) if path else task.raw.get("camera")
@@ -33,25 +38,18 @@ def _camera(task: Any, path: str | None) -> Any:
         raise UsageError(f"{source}: {exc}") from None
 
 
-def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Any, Any, Any]:
-    from simpact.tasks import load_task
-    from solvers.mujoco.world import MujocoWorld
-
+def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Task, Scene, MujocoWorld]:
     task = load_task(task_name)
     scene = task.scene(seed)
     return task, scene, MujocoWorld(scene, camera=_camera(task, camera))
 
 
 def cmd_tasks(args: argparse.Namespace) -> None:
-    from simpact.tasks import list_tasks
-
     for name in list_tasks():
         print(name)
 
 
 def cmd_rollout(args: argparse.Namespace) -> None:
-    from simpact.core.actions import load_plan
-
     t0 = time.perf_counter()
     plan = None if args.plan == "reference" else load_plan(args.plan)
     task, scene, world = _world(args.task, args.seed)
@@ -64,8 +62,6 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     rollout.plan.save(out / "plan.json")
     video = None
     if args.video:
-        from solvers.mujoco.playback import write_rollout_video
-
         assert rollout.trace is not None
         print(
             f"rendering {out / 'rollout.mp4'} ({rollout.trace.time[-1]:.1f} s of simulation) ...", flush=True
@@ -105,9 +101,6 @@ def cmd_rollout(args: argparse.Namespace) -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> None:
-    from simpact.core.frame import write_frame_bundle
-    from solvers.mujoco.playback import render_frame
-
     task, _, world = _world(args.task, args.seed, args.camera)
     frame = render_frame(world)
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from simpact.guard.commands import AuditError, add_audit_parser
+from simpact.cli.audit import add_parsers
+from simpact.guard.episodes import AuditError
 
 BOXES = """<mujoco><option timestep="0.002"/>
 <worldbody><geom name="floor" type="plane" size="2 2 0.1"/>
@@ -18,7 +19,7 @@ BOXES = """<mujoco><option timestep="0.002"/>
 
 def run(*argv: str) -> dict:
     parser = argparse.ArgumentParser(prog="simpact")
-    add_audit_parser(parser.add_subparsers(dest="verb", required=True))
+    add_parsers(parser.add_subparsers(dest="verb", required=True))
     args = parser.parse_args(["audit", *argv])
     return args.func(args)
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from simpact.planner.commands import add_plan_parser, cmd_plan
+from simpact.cli.plan import add_parsers, cmd_plan
 from simpact.planner.loop import LoopConfig, plan_with_vlm
 from simpact.planner.report import write_report
 from simpact.planner.session import PlanningError
@@ -70,7 +70,7 @@ def test_report_files_and_contract(run, tmp_path, monkeypatch):
 
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_plan_parser(parser.add_subparsers(dest="verb"))
+    add_parsers(parser.add_subparsers(dest="verb"))
     return parser.parse_args(["plan", *argv])
 
 
