@@ -64,6 +64,7 @@ def test_ground_truth_boxes_of_the_task_shapes() -> None:
 def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from real2sim import datasets
     from real2sim.pipeline import Real2SimConfig
+    from simpact.bench import real2sim as bench
 
     try:
         datasets.shared_data_dir("rgbd")
@@ -72,7 +73,7 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path, monkeypatch:
             k: datasets.REAL_FRAMES[k]
             for k in ("rgbd/6dof_graspnet/mustard.npy", "rgbd/6dof_graspnet/green_bowl.npy")
         }
-        monkeypatch.setattr(datasets, "REAL_FRAMES", frames)
+        monkeypatch.setattr(bench, "REAL_FRAMES", frames)  # the bench's own name for the frame list
     except datasets.SharedDataMissing:
         real = False
     config = Real2SimConfig(render=False, settle_s=0.2)
