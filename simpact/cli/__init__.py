@@ -16,12 +16,10 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 import argparse  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
-from types import SimpleNamespace  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
-from robot.commands import add_robot_parser  # noqa: E402
 from simpact import __version__  # noqa: E402
-from simpact.cli import audit, bench, plan, real2sim, rollout  # noqa: E402
+from simpact.cli import audit, bench, plan, real2sim, robot, rollout  # noqa: E402
 from simpact.core.errors import EXIT_BAD_INPUT, SimpactError  # noqa: E402
 
 __all__ = ["build_parser", "main"]
@@ -32,8 +30,6 @@ class CommandGroup(Protocol):
 
     def add_parsers(self, verbs: Any) -> None: ...
 
-
-robot = SimpleNamespace(add_parsers=add_robot_parser)  # until the robot verbs move to simpact/cli/robot.py
 
 GROUPS: tuple[CommandGroup, ...] = (rollout, plan, audit, real2sim, robot, bench)
 """The command groups, registered in this order (``simpact --help`` lists their verbs so)."""
