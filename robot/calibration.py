@@ -31,13 +31,17 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from robot.camera import RealSenseCamera
+from robot.franka import FrankaRobot
 from simpact.core.errors import SimpactError
 from simpact.core.rotations import (
     invert_transform,
@@ -62,9 +66,11 @@ __all__ = [
     "calibrate_views",
     "calibration_poses",
     "collect_views",
+    "collect_with_franka",
     "collect_with_robot",
     "detect_board",
     "load_T_base_cam",
+    "load_board_spec",
     "read_extrinsics",
     "render_board",
     "solve_from_dir",
@@ -114,8 +120,6 @@ def write_extrinsics(
 ) -> Path:
     """Write the calibration ``T`` (``T_base_cam`` for eye-to-hand, ``T_ee_cam`` for eye-in-hand; 4x4, m)
     and JSON-like ``provenance`` (residuals, date, serial, ...) as YAML."""
-    import yaml
-
     if mode not in MODES:
         raise CalibrationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     key = _key(mode)
@@ -137,8 +141,6 @@ def write_extrinsics(
 
 def read_extrinsics(path: str | os.PathLike[str]) -> tuple[str, np.ndarray, dict[str, Any]]:
     """``(mode, T, provenance)`` from an extrinsics YAML file; ``T`` is checked to be a rigid transform."""
-    import yaml
-
     p = Path(path)
     try:
         raw = yaml.safe_load(p.read_text())
@@ -687,8 +689,6 @@ def collect_with_robot(
     ``seed``); each move runs at ``speed`` m/s through the robot's safety limits, then the image waits until
     two pose readings ``settle_s`` s apart agree (the robot is at rest). The robot returns to its start pose
     at the end."""
-    import time
-
     if views < 3:
         raise CalibrationError(f"hand-eye calibration needs at least 3 views, got {views}")
     with robot:
@@ -763,40 +763,11 @@ def solve_from_dir(
     return payload
 
 
-# --- the command ------------------------------------------------------------------------------------------
-
-
-def add_calibrate_parser(verbs: Any) -> None:
-    """Add ``calibrate`` to the ``simpact robot`` sub-parsers."""
-    p = verbs.add_parser(
-        "calibrate",
-        help="hand-eye calibration with a ChArUco board: collect views with the robot, or solve recorded",
-    )
-    p.add_argument(
-        "--from-dir",
-        metavar="DIR",
-        help=f"solve views recorded earlier (DIR/{VIEWS_FILE} + images) instead of collecting; no hardware",
-    )
-    p.add_argument("--mode", choices=MODES, help="camera set-up (default: the recording's, else eye_to_hand)")
-    p.add_argument(
-        "--board", help="board YAML with CharucoBoardSpec fields (default: 7x5, 35 mm, DICT_5X5_100)"
-    )
-    p.add_argument("--host", help="robot address (collection)")
-    p.add_argument(
-        "--no-realtime", action="store_true", help="connect without a real-time kernel (franky-sim, tests)"
-    )
-    p.add_argument("--serial", help="RealSense serial number (collection; default: the first device)")
-    p.add_argument("--views", type=int, default=15, help="poses to visit when collecting (15)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the collection poses around the start pose")
-    p.add_argument("--out", help="output directory (default: --from-dir); collection writes its views there")
-    p.set_defaults(func=cmd_calibrate)
-
-
-def _board(path: str | None) -> CharucoBoardSpec:
+def load_board_spec(path: str | os.PathLike[str] | None) -> CharucoBoardSpec:
+    """The board of a YAML file of :class:`CharucoBoardSpec` fields; the default board when ``path`` is
+    None."""
     if path is None:
         return CharucoBoardSpec()
-    import yaml
-
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -809,46 +780,20 @@ def _board(path: str | None) -> CharucoBoardSpec:
         raise CalibrationError(f"{path}: {exc}") from None
 
 
-def _collect(args: Any, spec: CharucoBoardSpec) -> None:
-    """Collect views with the Franka at ``--host`` and the RealSense ``--serial`` into ``--out``."""
-    from robot.camera import RealSenseCamera
-    from robot.franka import FrankaRobot
-
-    if not args.host:
-        raise CalibrationError(
-            "collecting views needs the robot's --host (or solve recorded ones with --from-dir)"
-        )
-    robot = FrankaRobot(args.host, realtime=not args.no_realtime)
-    with RealSenseCamera(serial=args.serial) as camera:
-        collect_with_robot(
-            robot, camera, args.out, spec, args.views, args.seed, args.mode or "eye_to_hand", progress=print
-        )
-
-
-def cmd_calibrate(args: Any) -> None:
-    from robot.base import RobotError
-    from robot.camera import CameraError
-    from simpact.core.errors import UsageError
-
-    try:
-        if args.from_dir is None:
-            if args.out is None:
-                raise CalibrationError(
-                    "collecting views needs --out DIR (or solve recorded ones with --from-dir)"
-                )
-            _collect(args, _board(args.board))
-            source = args.out
-        else:
-            if args.board is not None:
-                raise CalibrationError(f"--board goes with collection; --from-dir reads it from {VIEWS_FILE}")
-            source = args.from_dir
-        result = solve_from_dir(source, args.out, args.mode)
-    except (CalibrationError, CameraError, RobotError) as exc:
-        raise UsageError(str(exc)) from None
-    out = Path(args.out or source)
-    r = result["residuals"]
-    print(
-        f"calibrated {result['mode']} from {len(result['used_views'])}/{result['views']} views: residuals "
-        f"{r['translation_mm']['rms']:.2f} mm, {r['rotation_deg']['rms']:.3f} deg, "
-        f"{r['reprojection_px']['rms']:.2f} px rms -> {out / 'result.json'}, {out / result['extrinsics']}"
-    )
+def collect_with_franka(
+    host: str,
+    out_dir: str | os.PathLike[str],
+    spec: CharucoBoardSpec,
+    *,
+    realtime: bool = True,
+    serial: str | None = None,
+    views: int = 15,
+    seed: int = 0,
+    mode: str = "eye_to_hand",
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """:func:`collect_with_robot` with the Franka at ``host`` (``realtime=False`` without a real-time
+    kernel) and the RealSense ``serial`` (the first device when None)."""
+    robot = FrankaRobot(host, realtime=realtime)
+    with RealSenseCamera(serial=serial) as camera:
+        return collect_with_robot(robot, camera, out_dir, spec, views, seed, mode, progress=progress)

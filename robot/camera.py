@@ -31,6 +31,7 @@ __all__ = [
     "CameraError",
     "RealSenseCamera",
     "capture_bundle",
+    "open_camera",
 ]
 
 
@@ -291,52 +292,21 @@ def _bundle_dirs(dirs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
     return paths
 
 
-# --- the command ------------------------------------------------------------------------------------------
-
-
-def add_capture_parser(verbs: Any) -> None:
-    """Add ``capture`` to the ``simpact robot`` sub-parsers."""
-    p = verbs.add_parser("capture", help="capture one RGB-D frame bundle from a RealSense (or replay one)")
-    p.add_argument("--serial", help="RealSense serial number (default: the first connected device)")
-    p.add_argument(
-        "--from-bundles",
-        nargs="+",
-        metavar="DIR",
-        help="replay recorded bundles instead of a camera (a bundle, or a folder of bundles: the first one)",
+def open_camera(
+    bundles: Sequence[str] | None = None,
+    *,
+    serial: str | None = None,
+    T_base_cam: Any = None,
+    warmup: int = 30,
+    temporal: bool = True,
+    hole_filling: bool = False,
+) -> Camera:
+    """A :class:`BundlePlayer` of ``bundles`` (one bundle or a folder of them, or several bundles in order)
+    when given, else the :class:`RealSenseCamera` ``serial`` (the first device when None) with its
+    ``warmup``, ``temporal`` and ``hole_filling`` settings; ``T_base_cam`` (4x4, m) is attached to every
+    frame."""
+    if bundles:
+        return BundlePlayer(bundles[0] if len(bundles) == 1 else bundles, T_base_cam=T_base_cam)
+    return RealSenseCamera(
+        serial=serial, warmup=warmup, temporal=temporal, hole_filling=hole_filling, T_base_cam=T_base_cam
     )
-    p.add_argument("--extrinsics", help="calibration YAML (simpact robot calibrate) to attach T_base_cam")
-    p.add_argument("--warmup", type=int, default=30, help="frames dropped while exposure settles (30)")
-    p.add_argument("--no-temporal", action="store_true", help="turn off the temporal depth filter")
-    p.add_argument("--hole-filling", action="store_true", help="fill depth holes from neighbours")
-    p.add_argument("--out", required=True, help="bundle directory to write")
-    p.set_defaults(func=cmd_capture)
-
-
-def cmd_capture(args: Any) -> None:
-    from robot.calibration import CalibrationError, load_T_base_cam
-    from simpact.core.errors import UsageError
-
-    try:
-        T = None if args.extrinsics is None else load_T_base_cam(args.extrinsics)
-        camera: Camera
-        if args.from_bundles:
-            sources = args.from_bundles[0] if len(args.from_bundles) == 1 else args.from_bundles
-            camera = BundlePlayer(sources, T_base_cam=T)
-        else:
-            camera = RealSenseCamera(
-                serial=args.serial,
-                warmup=args.warmup,
-                temporal=not args.no_temporal,
-                hole_filling=args.hole_filling,
-                T_base_cam=T,
-            )
-        try:
-            frame = camera.capture()
-        finally:
-            camera.close()
-    except (CameraError, CalibrationError) as exc:
-        raise UsageError(str(exc)) from None
-    out = write_frame_bundle(frame, args.out)
-    valid = float((frame.depth > 0).mean())
-    pose = "with T_base_cam" if frame.T_base_cam is not None else "uncalibrated (no T_base_cam)"
-    print(f"captured {frame.width}x{frame.height} frame, {valid:.0%} valid depth, {pose} -> {out}")

@@ -18,16 +18,30 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from real2sim.pipeline import Real2SimError, load_scene
 from robot.base import ExecutionError, MeasuredPath, PlanRefused, RobotBase, RobotError
-from robot.safety import Validation, plan_sha256
+from robot.safety import SafetyLimits, Validation, plan_sha256, validate_plan
+from simpact.core.actions import PlanError, StartPose, load_plan
 from simpact.core.rotations import quat_conj, quat_mul
+from simpact.core.scene import Scene, SceneError
 from simpact.core.trajectory import Waypoints, expand_plan
+from simpact.tasks import TaskError, load_task
 
-__all__ = ["ExecutionOptions", "execute_plan", "subsample"]
+__all__ = [
+    "ExecutionOptions",
+    "ExecutionRequest",
+    "execute_plan",
+    "load_collision_scene",
+    "prepare_execution",
+    "run_execution",
+    "subsample",
+]
 
 GRIPPER_ACTIONS = ("GRASP", "RELEASE")
 
@@ -269,3 +283,180 @@ def execute_plan(
         raise ExecutionError(exc, k, plan.actions[k].type, finish()) from exc
     result["executed"] = True
     return finish()
+
+
+# --- a plan file to execute (``simpact robot execute``) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecutionRequest:
+    """A plan file to validate and execute, and how (paths; SI units)."""
+
+    plan: str
+    """Plan JSON, with its start pose unless ``from_current``."""
+    limits: str | None = None
+    """Safety limits YAML (fields of :class:`robot.safety.SafetyLimits`); default limits otherwise."""
+    speed: float | None = None
+    """Peak tool speed, m/s (default: the plan's)."""
+    expected_sha256: str | None = None
+    """Refuse unless the plan file hashes to this."""
+    from_current: bool = False
+    """Start where the robot is instead of at the plan's start pose."""
+    resume_from: int = 0
+    """First action to execute (after a stop and a recovery)."""
+    task: str | None = None
+    """Check collisions against this task's scene (name or config file) ..."""
+    scene: str | None = None
+    """... or against this scene: a real2sim output folder (or its scene.json), or a Scene file."""
+    seed: int = 0
+    """Scene seed with ``task``."""
+    recover: bool = False
+    """Clear the robot's errors before moving."""
+    home: bool = False
+    """Move to the home joint configuration before the start pose."""
+
+
+def load_collision_scene(task: str | None, scene: str | None, seed: int = 0) -> tuple[Scene | None, str]:
+    """The scene to check collisions against (``task``'s at ``seed``, or the ``scene`` file or real2sim
+    folder, or None for the table only) and how it was chosen. Raises :class:`PlanRefused`."""
+    if task:
+        try:
+            loaded = load_task(task)
+            return loaded.scene(seed), f"task {loaded.name} seed {seed}"
+        except TaskError as exc:
+            raise PlanRefused(str(exc)) from None
+    if scene:
+        path = Path(scene)
+        if path.is_dir() or path.name == "scene.json":  # a real2sim output folder or its scene.json
+            folder = path if path.is_dir() else path.parent
+            try:
+                return load_scene(folder), f"real2sim scene {folder / 'scene.json'}"
+            except Real2SimError as exc:
+                raise PlanRefused(str(exc)) from None
+        try:
+            raw = yaml.safe_load(path.read_text())
+            return Scene.from_dict(raw), f"scene file {path}"
+        except OSError as exc:
+            raise PlanRefused(f"scene file {path}: {exc.strerror or exc}") from None
+        except (yaml.YAMLError, SceneError, TypeError, ValueError, AttributeError) as exc:
+            raise PlanRefused(f"scene file {path}: {exc}") from None
+    return None, "the table only (no --task or --scene)"
+
+
+def _connected(make_robot: Callable[[SafetyLimits], RobotBase], limits: SafetyLimits) -> RobotBase:
+    """A robot from ``make_robot(limits)``, connected; a failed connection is a refusal."""
+    robot = make_robot(limits)
+    try:
+        robot.connect()
+    except RobotError as exc:
+        raise PlanRefused(str(exc)) from None
+    return robot
+
+
+def _checked_request(request: ExecutionRequest, record: dict[str, Any]) -> tuple[Any, SafetyLimits]:
+    """The plan and the limits of ``request``, after the checks that need no robot and no scene."""
+    try:
+        plan = load_plan(request.plan)
+    except PlanError as exc:
+        raise PlanRefused(str(exc)) from None
+    digest = plan_sha256(plan)
+    record["plan_sha256"] = digest
+    if request.expected_sha256 and request.expected_sha256.lower() != digest:
+        raise PlanRefused(
+            f"the plan hashes to {digest}, not the expected {request.expected_sha256}: "
+            "it is not the plan you validated"
+        )
+    try:
+        limits = SafetyLimits.from_yaml(request.limits) if request.limits else SafetyLimits()
+    except ValueError as exc:
+        raise PlanRefused(str(exc)) from None
+    if request.speed is not None and not 0 < request.speed <= limits.max_speed:
+        raise PlanRefused(f"--speed {request.speed} m/s is outside (0, max_speed {limits.max_speed}] m/s")
+    if request.resume_from and request.from_current:
+        raise PlanRefused(
+            "--resume-from moves to where the previous action ended; it cannot go with --from-current"
+        )
+    return plan, limits
+
+
+def prepare_execution(
+    request: ExecutionRequest, make_robot: Callable[[SafetyLimits], RobotBase], record: dict[str, Any]
+) -> tuple[RobotBase | None, Validation]:
+    """Load and validate the plan of ``request``, connecting first (``make_robot(limits)``) when it starts
+    from the robot's current pose. Fills ``record`` (``plan_sha256``, ``collision_scene``, ``validation``,
+    ``executed_plan_sha256``) as it goes. Returns the robot (None unless connected) and the validation;
+    raises :class:`PlanRefused` (nothing moved, the robot disconnected)."""
+    plan, limits = _checked_request(request, record)
+    scene, record["collision_scene"] = load_collision_scene(request.task, request.scene, request.seed)
+    robot = None
+    try:
+        if request.from_current:
+            robot = _connected(make_robot, limits)
+            position, quaternion = robot.tcp_pose()
+            width = min(max(robot.gripper_width(), 0.0), 0.1)
+            start = {"position": position, "quaternion": quaternion, "gripper_width": width}
+            try:
+                plan = plan.with_start_pose(StartPose.from_dict(start))
+            except PlanError as exc:
+                raise PlanRefused(f"the robot's current pose cannot start a plan: {exc}") from None
+        elif plan.start_pose is None:
+            raise PlanRefused(
+                f"plan file {request.plan} has no start_pose; pass --from-current to start where the robot is"
+            )
+        try:
+            validation = validate_plan(plan, limits, scene)
+        except PlanError as exc:
+            raise PlanRefused(str(exc)) from None
+        record["validation"] = validation.to_dict()
+        record["executed_plan_sha256"] = validation.plan_sha256
+        if not validation.ok:
+            raise PlanRefused(f"the plan violates the safety checks: {validation.reason}")
+    except PlanRefused:
+        if robot is not None:
+            robot.disconnect()
+        raise
+    return robot, validation
+
+
+def run_execution(
+    request: ExecutionRequest,
+    robot: RobotBase | None,
+    make_robot: Callable[[SafetyLimits], RobotBase],
+    validation: Validation,
+    record: dict[str, Any],
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Execute the validated plan (connecting ``make_robot(limits)`` unless ``robot`` is connected) and
+    update ``record`` with the measurements; the robot is disconnected at the end. Raises
+    :class:`PlanRefused` before any motion, :class:`ExecutionError` (``record["error"]`` names the action)
+    or :class:`RobotError` when the robot stopped."""
+    say = progress or (lambda _msg: None)
+    if robot is None:
+        robot = _connected(make_robot, validation.limits)
+    try:
+        if request.recover:
+            robot.recover()
+        if request.home and not request.from_current:
+            say("moving home")
+            robot.home()
+        options = ExecutionOptions(
+            speed=request.speed, from_current=request.from_current, resume_from=request.resume_from
+        )
+        executed = execute_plan(robot, validation, options, progress=say)
+        executed["executed_plan_sha256"] = executed.pop("plan_sha256")  # plan_sha256 stays the file's
+        record.update(executed)
+    except ExecutionError as exc:
+        record.update({k: v for k, v in exc.result.items() if k != "plan_sha256"})
+        record["executed"] = False
+        record["error"] = {
+            "action": exc.action,
+            "type": exc.action_type,
+            "kind": exc.kind,
+            "message": str(exc),
+        }
+        raise
+    except RobotError as exc:
+        record["error"] = {"action": None, "type": None, "kind": exc.kind, "message": str(exc)}
+        raise
+    finally:
+        robot.disconnect()

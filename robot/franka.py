@@ -15,6 +15,7 @@ import numpy as np
 
 from robot.base import MeasuredPath, RobotBase, RobotError, RobotSpecs
 from robot.safety import SafetyLimits
+from solvers.mujoco.robot import HOME_QPOS
 
 __all__ = ["FR3_SPECS", "REALTIME_HINT", "FrankaRobot", "connection_error"]
 
@@ -226,8 +227,6 @@ class FrankaRobot(RobotBase):
 
     def home(self, dynamics_factor: float = 0.2) -> None:
         import franky
-
-        from solvers.mujoco.robot import HOME_QPOS
 
         robot = self._require_ready()
         try:

@@ -35,10 +35,8 @@ first plan is confirmed.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shutil
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -49,29 +47,40 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from robot.base import RobotBase, RobotError
+from real2sim.pipeline import run_real2sim
+from real2sim.task_scene import task_scene_from_frame
+from robot.base import ExecutionError, PlanRefused, RobotBase, RobotError
 from robot.camera import Camera
+from robot.execute import ExecutionOptions, execute_plan
 from robot.judge import observed_rollout, vlm_judge
+from robot.safety import HOME_TCP_QUATERNION, Validation, start_yaw, validate_plan
+from simpact.core.actions import Plan, PlanError, StartPose
+from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame, read_frame_bundle, write_frame_bundle
 from simpact.core.jsonio import write_json
+from simpact.core.rotations import quat_about_z, quat_mul
+from simpact.core.scene import RobotStart, Scene
 from simpact.core.vocab import BENCH_PLANNERS
+from simpact.planner.loop import LoopConfig as PlannerConfig
+from simpact.planner.records import PlanResult
+from simpact.planner.report import write_report
+from simpact.planner.session import PlanningError, plan_task
+from simpact.tasks import Evaluation, TaskError
+from solvers.world import World, make_world
 
 __all__ = [
-    "EXIT_STAGE_FAILED",
     "PLANNERS",
-    "LoopConfig",
+    "ClosedLoopConfig",
+    "InstructionTask",
     "LoopResult",
     "Oracle",
     "StageFailed",
-    "add_run_parser",
-    "cmd_robot_run",
     "run_loop",
 ]
 
 PLANNERS = BENCH_PLANNERS
 """``reference``: the task's reference plan on the perceived scene; ``cem``/``template``/``gaussian``: the
 VLM-free planners; ``vlm``: Algorithm 1 with a VLM."""
-EXIT_STAGE_FAILED = 4
-"""Exit status of ``simpact robot run`` when a stage other than the robot's motion failed."""
 
 
 class StageFailed(Exception):
@@ -105,8 +114,6 @@ class InstructionTask:
     skeleton = None
 
     def __init__(self, instruction: str, labels: list[str] | None = None) -> None:
-        from simpact.core.scene import Scene
-
         if not instruction.strip():
             raise ValueError("the instruction is empty")
         self.instruction = instruction.strip()
@@ -118,27 +125,18 @@ class InstructionTask:
         return {}
 
     def evaluate(self, rollout: Any, scene: Any, seed: int = 0) -> Any:
-        from simpact.tasks import Evaluation
-
         return Evaluation(False, 0.0, {"check": "none: an instruction is judged by the VLM"})
 
     def reference_plan(self, scene: Any, start: Any, seed: int = 0) -> Any:
-        from simpact.tasks import TaskError
-
         raise TaskError("an instruction has no reference plan: plan with --planner vlm")
 
 
-def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Any:
+def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Scene:
     """The scene to plan on from the bundle in ``frame_dir`` (real2sim written under ``out``): the task's
-    scene (:func:`real2sim.commands.task_scene_from_frame`), or for an instruction what real2sim finds with
+    scene (:func:`real2sim.task_scene.task_scene_from_frame`), or for an instruction what real2sim finds with
     its labels (the first frame's labels are kept for later frames, so objects keep their names)."""
     if not isinstance(task, InstructionTask):
-        from real2sim.task_scene import task_scene_from_frame
-
         return task_scene_from_frame(task, frame_dir, out, vlm=vlm)
-    from real2sim.pipeline import run_real2sim
-    from simpact.core.frame import read_frame_bundle
-
     found = run_real2sim(
         read_frame_bundle(frame_dir), labels=task.labels, instruction=task.instruction, vlm=vlm, out=out
     )
@@ -148,8 +146,9 @@ def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class LoopConfig:
-    """Settings of the loop (SI units)."""
+class ClosedLoopConfig:
+    """Settings of the robot's closed loop (SI units); the planner's own settings are
+    :class:`simpact.planner.loop.LoopConfig`."""
 
     attempts: int = 3
     """Most plan-and-execute attempts."""
@@ -251,14 +250,143 @@ class LoopResult:
         }
 
 
-# --- planning -----------------------------------------------------------------------------------------------
+# --- what the stages share ----------------------------------------------------------------------------------
 
 
-def _plan(task: Any, scene: Any, world: Any, vlm: Any, config: LoopConfig, say: Callable[[str], None]) -> Any:
-    """The planner's :class:`~simpact.planner.records.PlanResult` on ``world``, a World of ``scene``."""
-    from simpact.planner.loop import LoopConfig as PlannerConfig
-    from simpact.planner.session import PlanningError, plan_task
+@dataclass
+class _Run:
+    """One call of :func:`run_loop`: its devices, settings and result, and how a stage is run and recorded."""
 
+    camera: Camera
+    robot: RobotBase
+    task: Any
+    out: Path
+    config: ClosedLoopConfig
+    vlm: Any
+    confirm: Callable[[Any], str | None]
+    oracle: Oracle | None
+    say: Callable[[str], None]
+    result: LoopResult
+    t0: float = field(default_factory=time.perf_counter)
+
+    def save(self) -> None:
+        """Rewrite ``out/result.json``."""
+        self.result.wall_s = time.perf_counter() - self.t0
+        write_json(self.out / "result.json", self.result.to_dict())
+
+    @contextmanager
+    def stage(self, attempt: Attempt, name: str) -> Iterator[None]:
+        """Time the stage ``name`` of ``attempt``; any error becomes :class:`StageFailed` naming it (a bug's
+        traceback is kept in the attempt's record); the result is saved after the stage."""
+        t = time.perf_counter()
+        self.say(f"{_label(attempt)}: {name} ...")
+        try:
+            yield
+        except StageFailed:
+            raise
+        except RobotError as exc:  # a failed connection leaves the robot as it was
+            raise StageFailed(name, str(exc), robot_stopped=exc.kind != "connection") from exc
+        except SimpactError as exc:
+            raise StageFailed(name, str(exc)) from exc
+        except Exception as exc:  # a bug must still leave the record of what was done
+            attempt.info.setdefault("traceback", traceback.format_exc())
+            raise StageFailed(name, f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            attempt.timings_s[name] = round(time.perf_counter() - t, 3)
+        attempt.stages_done.append(name)
+        self.save()
+
+    def fail(self, attempt: Attempt, exc: StageFailed) -> None:
+        """Record that ``attempt`` failed at ``exc.stage``: the loop ends."""
+        attempt.failed_stage = exc.stage
+        attempt.error = {"stage": exc.stage, "message": exc.message}
+        self.result.failed_stage = exc.stage
+        self.result.robot_stopped = exc.robot_stopped
+        self.result.stopped = "failed"
+        self.say(f"{_label(attempt)}: {exc.stage} failed: {exc.message}")
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """An attempt's after-frame, the scene real2sim measured in it and its real2sim folder: the next
+    attempt's before-frame and scene."""
+
+    frame: Frame
+    scene: Scene
+    real2sim_dir: Path
+
+
+@dataclass(frozen=True)
+class _Motion:
+    """The tool pose (position m, quaternion, gripper width m) before the plan and after the retreat, and
+    the time from the plan's start to the end of the retreat, s."""
+
+    before: tuple[Any, Any, float]
+    after: tuple[Any, Any, float]
+    elapsed_s: float
+
+
+# --- setup --------------------------------------------------------------------------------------------------
+
+
+def _connect(run: _Run) -> tuple[StartPose, RobotStart] | None:
+    """Connect and fix the capture pose (the start of every plan); None when that failed (recorded)."""
+    setup = Attempt(0, run.out)
+    try:
+        with run.stage(setup, "connect"):
+            capture_pose = _capture_pose(run)
+            try:
+                yaw = start_yaw(capture_pose)
+            except PlanError as exc:
+                raise StageFailed("connect", f"the robot's pose cannot start a plan: {exc}") from None
+        run.result.header["capture_pose"] = capture_pose.to_dict()
+        run.result.header["connect_s"] = setup.timings_s.get("connect")
+    except StageFailed as exc:
+        run.fail(setup, exc)
+        run.result.header["connect_error"] = setup.error
+        run.save()
+        return None
+    return capture_pose, RobotStart(capture_pose.position, yaw, capture_pose.gripper_width)
+
+
+def _capture_pose(run: _Run) -> StartPose:
+    """Connect the robot, record where it is, and return the capture pose: the task's robot start
+    (``start="task"``) or the robot's current pose."""
+    run.robot.connect()
+    position, quaternion = run.robot.tcp_pose()
+    width = float(np.clip(run.robot.gripper_width(), 0.0, 0.1))
+    run.result.header["initial_pose"] = {
+        "position": [round(float(v), 6) for v in position],
+        "quaternion": [round(float(v), 6) for v in quaternion],
+        "gripper_width": round(width, 6),
+    }
+    if run.config.start == "task":
+        begin = run.task.nominal_scene.robot
+        quaternion = quat_mul(quat_about_z(begin.yaw), np.asarray(HOME_TCP_QUATERNION))
+        position, width = np.asarray(begin.position), begin.gripper_width
+    return StartPose.from_dict({"position": position, "quaternion": quaternion, "gripper_width": width})
+
+
+# --- the stages of an attempt -------------------------------------------------------------------------------
+
+
+def _real2sim(run: _Run, attempt: Attempt, carried: _Observed | None, robot_start: RobotStart) -> Scene:
+    """The scene of the before-frame (the previous after-frame's, copied, from attempt 2 on), with the robot
+    at the capture pose."""
+    adir = attempt.dir
+    if carried is not None:
+        shutil.copytree(carried.real2sim_dir, adir / "real2sim", dirs_exist_ok=True)
+        scene = carried.scene
+        attempt.info["real2sim_from"] = f"{carried.real2sim_dir.parent.name}/{carried.real2sim_dir.name}"
+    else:
+        scene = _scene_from_frame(run.task, adir / "frame_before", adir / "real2sim", run.vlm)
+    return replace(scene, robot=robot_start)
+
+
+def _plan(
+    task: Any, scene: Scene, world: World, vlm: Any, config: ClosedLoopConfig, say: Callable[[str], None]
+) -> PlanResult:
+    """The planner's record on ``world``, a World of ``scene``."""
     try:
         return plan_task(
             task,
@@ -274,10 +402,185 @@ def _plan(task: Any, scene: Any, world: Any, vlm: Any, config: LoopConfig, say: 
         raise StageFailed("plan", str(exc)) from None
 
 
+def _plan_stage(run: _Run, attempt: Attempt, scene: Scene) -> tuple[Plan, World]:
+    """The plan the planner accepted in simulation on ``scene`` and the World it was simulated in; the
+    planner's record goes to ``planning/``, the plan to ``plan.json`` (``best_plan.json`` when none was
+    accepted, which fails the stage)."""
+    adir = attempt.dir
+    world = make_world(scene)
+    planned = _plan(run.task, scene, world, run.vlm, run.config, lambda line: run.say(f"  {line.strip()}"))
+    write_report(planned, adir / "planning", world, instruction=run.task.instruction, video=False)
+    chosen = planned.chosen
+    attempt.info["planner"] = {
+        "method": planned.method,
+        "rollouts": len(planned.proposals),
+        "accepted": planned.accepted is not None,
+        "success_in_simulation": planned.success,
+        "score": None if chosen is None else round(chosen.score, 6),
+    }
+    if chosen is not None:
+        chosen.plan.save(adir / ("plan.json" if planned.accepted is not None else "best_plan.json"))
+    if planned.accepted is None or chosen is None:
+        best = "no rollout" if chosen is None else f"best score {chosen.score:.3f}"
+        raise StageFailed(
+            "plan", f"the planner accepted no plan in simulation ({best}; see {adir / 'planning'})"
+        )
+    return chosen.plan, world
+
+
+def _validate(run: _Run, attempt: Attempt, plan: Plan, scene: Scene) -> tuple[Validation, dict[str, Any]]:
+    """The safety checks against the robot's limits and ``scene``; returns the validation and the execution
+    record started in ``execution/result.json``."""
+    validation = validate_plan(plan, run.robot.limits, scene)
+    execution: dict[str, Any] = {
+        "executed": False,
+        "plan_sha256": validation.plan_sha256,
+        "validation": validation.to_dict(),
+    }
+    attempt.info["plan_sha256"] = validation.plan_sha256
+    write_json(attempt.dir / "execution" / "result.json", execution)
+    if not validation.ok:
+        raise StageFailed("validate", f"the plan violates the safety checks: {validation.reason}")
+    return validation, execution
+
+
+def _confirmed(run: _Run, attempt: Attempt, validation: Validation, execution: dict[str, Any]) -> bool:
+    """Ask the caller to move; a refusal makes the run a dry run (recorded) and returns False."""
+    reason = run.confirm(validation)
+    if reason is None:
+        return True
+    run.result.dry_run = reason
+    run.result.stopped = "dry run"
+    execution["dry_run"] = reason
+    write_json(attempt.dir / "execution" / "result.json", execution)
+    run.say(f"attempt {attempt.index}: plan {validation.plan_sha256[:12]} passed validation; {reason}")
+    return False
+
+
+def _execute(
+    run: _Run, attempt: Attempt, validation: Validation, capture_pose: StartPose, execution: dict[str, Any]
+) -> tuple[tuple[Any, Any, float], float]:
+    """Go to the capture pose if the robot is elsewhere, then execute the plan; the execution record is
+    written also when the robot stopped. Returns the tool pose before the plan and when it began (s)."""
+    robot = run.robot
+    here, _ = robot.tcp_pose()
+    if float(np.linalg.norm(here - np.asarray(capture_pose.position))) > 0.005:
+        attempt.info["transit_to_start"] = _transit(robot, capture_pose, run.config, "execute")
+    before_pose = (*robot.tcp_pose(), robot.gripper_width())
+    if run.oracle is not None:
+        run.oracle.mark()
+    t_exec = time.perf_counter()
+    try:
+        execution.update(
+            execute_plan(
+                robot,
+                validation,
+                ExecutionOptions(speed=run.config.speed),
+                progress=lambda msg: run.say(f"  {msg}"),
+            )
+        )
+    except PlanRefused as exc:
+        execution["refused"] = str(exc)
+        raise StageFailed("execute", f"refused before moving: {exc}") from None
+    except ExecutionError as exc:
+        execution.update(exc.result)
+        execution["error"] = {"action": exc.action, "type": exc.action_type, "message": str(exc)}
+        raise StageFailed("execute", str(exc), robot_stopped=True) from None
+    finally:
+        write_json(attempt.dir / "execution" / "result.json", execution)
+    return before_pose, t_exec
+
+
+def _retreat(run: _Run, attempt: Attempt, capture_pose: StartPose) -> tuple[Any, Any, float]:
+    """Back to the capture pose (up, across, down) and let the scene settle; returns the tool pose there."""
+    attempt.info["retreat_path"] = _transit(run.robot, capture_pose, run.config, "retreat")
+    _wait(run.robot, run.config.settle_s)
+    return (*run.robot.tcp_pose(), run.robot.gripper_width())
+
+
+def _judge(
+    run: _Run,
+    attempt: Attempt,
+    plan: Plan,
+    world: World,
+    scenes: tuple[Scene, Scene],
+    frames: tuple[Frame, Frame],
+    motion: _Motion,
+) -> bool:
+    """The verdict on the observed outcome (``judgement.json``): the task's check, or the VLM's with
+    ``judge="vlm"``; with an oracle its ground truth is recorded next to it, never used."""
+    config, task = run.config, run.task
+    scene, scene_after = scenes
+    observed = observed_rollout(plan, scene, scene_after, motion.before, motion.after, motion.elapsed_s)
+    judgement: dict[str, Any] = {"judge": config.judge}
+    evaluation = task.evaluate(observed, scene, config.seed)
+    if not isinstance(task, InstructionTask):
+        judgement["task_check"] = {
+            "success": evaluation.success,
+            "score": round(evaluation.score, 6),
+            "details": evaluation.details,
+        }
+    if config.judge == "vlm":
+        if run.vlm is None:
+            raise StageFailed("judge", "--judge vlm needs a VLM (--vlm gemini|openai|replay)")
+        verdict = vlm_judge(run.vlm, task.instruction, scene, world, observed, [f.rgb for f in frames])
+        judgement["vlm"] = verdict
+        success = verdict["success"]
+        judgement["reason"] = verdict["reason"]
+    else:
+        success = evaluation.success
+    judgement["observed"] = {
+        "before": observed.initial.to_dict()["objects"],
+        "after": observed.final.to_dict()["objects"],
+    }
+    if run.oracle is not None:
+        judgement["ground_truth"] = run.oracle.ground_truth(plan)
+        attempt.info["ground_truth_success"] = judgement["ground_truth"]["success"]
+    judgement["success"] = success
+    write_json(attempt.dir / "judgement.json", judgement)
+    if success is None:
+        raise StageFailed("judge", f"no verdict: {judgement.get('reason')}")
+    return bool(success)
+
+
+def _attempt(
+    run: _Run, attempt: Attempt, carried: _Observed | None, capture_pose: StartPose, robot_start: RobotStart
+) -> _Observed | None:
+    """One attempt, stage by stage (see the module docstring); returns what it observed after the plan, or
+    None for a dry run. Raises :class:`StageFailed`."""
+    adir = attempt.dir
+    with run.stage(attempt, "capture"):
+        frame = carried.frame if carried is not None else run.camera.capture()
+        write_frame_bundle(frame, adir / "frame_before")
+    with run.stage(attempt, "real2sim"):
+        scene = _real2sim(run, attempt, carried, robot_start)
+    with run.stage(attempt, "plan"):
+        plan, world = _plan_stage(run, attempt, scene)
+    with run.stage(attempt, "validate"):
+        validation, execution = _validate(run, attempt, plan, scene)
+    if not _confirmed(run, attempt, validation, execution):
+        return None
+    with run.stage(attempt, "execute"):
+        before, t_exec = _execute(run, attempt, validation, capture_pose, execution)
+    with run.stage(attempt, "retreat"):
+        motion = _Motion(before, _retreat(run, attempt, capture_pose), time.perf_counter() - t_exec)
+    with run.stage(attempt, "capture_after"):
+        frame_after = run.camera.capture()
+        write_frame_bundle(frame_after, adir / "frame_after")
+    with run.stage(attempt, "real2sim_after"):
+        scene_after = _scene_from_frame(run.task, adir / "frame_after", adir / "real2sim_after", run.vlm)
+    with run.stage(attempt, "judge"):
+        success = _judge(run, attempt, plan, world, (scene, scene_after), (frame, frame_after), motion)
+        attempt.success = success
+        run.result.success = success
+        run.say(f"attempt {attempt.index}: judged {'success' if success else 'failure'} ({run.config.judge})")
+    return _Observed(frame_after, scene_after, adir / "real2sim_after")
+
+
 # --- the loop -----------------------------------------------------------------------------------------------
 
 
-def _transit(robot: RobotBase, target: Any, config: LoopConfig, stage: str) -> list[list[float]]:
+def _transit(robot: RobotBase, target: Any, config: ClosedLoopConfig, stage: str) -> list[list[float]]:
     """Up to the transit height, across above ``target`` (a StartPose), down onto it; returns the
     waypoints. Every waypoint must be inside the safety limits (else ``StageFailed(stage)``)."""
     pos, quat = robot.tcp_pose()
@@ -321,7 +624,7 @@ def run_loop(
     robot: RobotBase,
     task: Any,
     out: str | Path,
-    config: LoopConfig = LoopConfig(),
+    config: ClosedLoopConfig = ClosedLoopConfig(),
     *,
     vlm: Any = None,
     confirm: Callable[[Any], str | None] = lambda validation: None,
@@ -332,18 +635,6 @@ def run_loop(
     """Run the loop (see the module docstring) with ``robot`` (connected here, disconnected at the end) and
     ``camera`` (left open). ``confirm(validation)`` returns None to move or why not (then the attempt
     stops after validation: a dry run). Never raises for a failed stage: the result names it."""
-    from real2sim.commands import input_errors
-    from robot.base import ExecutionError, PlanRefused
-    from robot.camera import CameraError
-    from robot.execute import ExecutionOptions, execute_plan
-    from robot.safety import HOME_TCP_QUATERNION, start_yaw, validate_plan
-    from simpact.core.actions import PlanError, StartPose
-    from simpact.core.frame import write_frame_bundle
-    from simpact.core.rotations import quat_about_z, quat_mul
-    from simpact.core.scene import RobotStart
-    from simpact.planner.report import write_report
-    from solvers.mujoco.world import MujocoWorld
-
     if isinstance(task, InstructionTask) and (
         config.judge != "vlm" or config.planner != "vlm" or vlm is None
     ):
@@ -352,220 +643,30 @@ def run_loop(
         )
     if isinstance(task, InstructionTask) and config.start == "task":
         raise ValueError("an instruction has no start pose of its own: start from the current pose")
-    say = progress or (lambda _line: None)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    t_loop = time.perf_counter()
     result = LoopResult(header={"task": task.name, "instruction": task.instruction, **(header or {})})
     result.header["config"] = config.to_dict()
-    errors: tuple[type[BaseException], ...] = (*input_errors(), CameraError, PlanError)
-
-    def save() -> None:
-        result.wall_s = time.perf_counter() - t_loop
-        write_json(out / "result.json", result.to_dict())
-
-    @contextmanager
-    def stage(attempt: Attempt, name: str) -> Iterator[None]:
-        t = time.perf_counter()
-        say(f"{_label(attempt)}: {name} ...")
-        try:
-            yield
-        except StageFailed:
-            raise
-        except RobotError as exc:  # a failed connection leaves the robot as it was
-            raise StageFailed(name, str(exc), robot_stopped=exc.kind != "connection") from exc
-        except errors as exc:
-            raise StageFailed(name, str(exc)) from exc
-        except Exception as exc:  # a bug must still leave the record of what was done
-            attempt.info.setdefault("traceback", traceback.format_exc())
-            raise StageFailed(name, f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            attempt.timings_s[name] = round(time.perf_counter() - t, 3)
-        attempt.stages_done.append(name)
-        save()
-
-    def fail(attempt: Attempt, exc: StageFailed) -> None:
-        attempt.failed_stage = exc.stage
-        attempt.error = {"stage": exc.stage, "message": exc.message}
-        result.failed_stage = exc.stage
-        result.robot_stopped = exc.robot_stopped
-        result.stopped = "failed"
-        say(f"{_label(attempt)}: {exc.stage} failed: {exc.message}")
-
-    setup = Attempt(0, out)
-    try:
-        with stage(setup, "connect"):
-            robot.connect()
-            position, quaternion = robot.tcp_pose()
-            width = float(np.clip(robot.gripper_width(), 0.0, 0.1))
-            result.header["initial_pose"] = {
-                "position": [round(float(v), 6) for v in position],
-                "quaternion": [round(float(v), 6) for v in quaternion],
-                "gripper_width": round(width, 6),
-            }
-            if config.start == "task":
-                begin = task.nominal_scene.robot
-                quaternion = quat_mul(quat_about_z(begin.yaw), np.asarray(HOME_TCP_QUATERNION))
-                position, width = np.asarray(begin.position), begin.gripper_width
-            capture_pose = StartPose.from_dict(
-                {"position": position, "quaternion": quaternion, "gripper_width": width}
-            )
-            try:
-                yaw = start_yaw(capture_pose)
-            except PlanError as exc:
-                raise StageFailed("connect", f"the robot's pose cannot start a plan: {exc}") from None
-        result.header["capture_pose"] = capture_pose.to_dict()
-        result.header["connect_s"] = setup.timings_s.get("connect")
-    except StageFailed as exc:
-        fail(setup, exc)
-        result.header["connect_error"] = setup.error
-        save()
+    say = progress or (lambda _line: None)
+    run = _Run(camera, robot, task, out, config, vlm, confirm, oracle, say, result)
+    start = _connect(run)
+    if start is None:
         return result
-    robot_start = RobotStart(capture_pose.position, yaw, capture_pose.gripper_width)
-
-    carried: tuple[Any, Any, Path] | None = None  # (frame, scene, real2sim dir) of the last after-frame
+    carried: _Observed | None = None  # the last after-frame, its scene and real2sim folder
     try:
         for n in range(1, config.attempts + 1):
             attempt = Attempt(n, out / f"attempt_{n}")
             result.attempts.append(attempt)
-            adir = attempt.dir
             try:
-                with stage(attempt, "capture"):
-                    frame = carried[0] if carried is not None else camera.capture()
-                    write_frame_bundle(frame, adir / "frame_before")
-                with stage(attempt, "real2sim"):
-                    if carried is not None:
-                        shutil.copytree(carried[2], adir / "real2sim", dirs_exist_ok=True)
-                        scene = carried[1]
-                        attempt.info["real2sim_from"] = f"{carried[2].parent.name}/{carried[2].name}"
-                    else:
-                        scene = _scene_from_frame(task, adir / "frame_before", adir / "real2sim", vlm)
-                    scene = replace(scene, robot=robot_start)
-                with stage(attempt, "plan"):
-                    world = MujocoWorld(scene)
-                    planned = _plan(task, scene, world, vlm, config, lambda line: say(f"  {line.strip()}"))
-                    write_report(planned, adir / "planning", world, instruction=task.instruction, video=False)
-                    chosen = planned.chosen
-                    attempt.info["planner"] = {
-                        "method": planned.method,
-                        "rollouts": len(planned.proposals),
-                        "accepted": planned.accepted is not None,
-                        "success_in_simulation": planned.success,
-                        "score": None if chosen is None else round(chosen.score, 6),
-                    }
-                    if chosen is not None:
-                        accepted = planned.accepted is not None
-                        chosen.plan.save(adir / ("plan.json" if accepted else "best_plan.json"))
-                    if planned.accepted is None or chosen is None:
-                        best = "no rollout" if chosen is None else f"best score {chosen.score:.3f}"
-                        raise StageFailed(
-                            "plan",
-                            f"the planner accepted no plan in simulation ({best}; see {adir / 'planning'})",
-                        )
-                    plan = chosen.plan
-                with stage(attempt, "validate"):
-                    validation = validate_plan(plan, robot.limits, scene)
-                    execution: dict[str, Any] = {
-                        "executed": False,
-                        "plan_sha256": validation.plan_sha256,
-                        "validation": validation.to_dict(),
-                    }
-                    attempt.info["plan_sha256"] = validation.plan_sha256
-                    write_json(adir / "execution" / "result.json", execution)
-                    if not validation.ok:
-                        raise StageFailed(
-                            "validate", f"the plan violates the safety checks: {validation.reason}"
-                        )
-                reason = confirm(validation)
-                if reason is not None:
-                    result.dry_run = reason
-                    result.stopped = "dry run"
-                    execution["dry_run"] = reason
-                    write_json(adir / "execution" / "result.json", execution)
-                    say(f"attempt {n}: plan {validation.plan_sha256[:12]} passed validation; {reason}")
-                    break
-                with stage(attempt, "execute"):
-                    here, _ = robot.tcp_pose()
-                    if float(np.linalg.norm(here - np.asarray(capture_pose.position))) > 0.005:
-                        attempt.info["transit_to_start"] = _transit(robot, capture_pose, config, "execute")
-                    before_pose = (*robot.tcp_pose(), robot.gripper_width())
-                    if oracle is not None:
-                        oracle.mark()
-                    t_exec = time.perf_counter()
-                    try:
-                        execution.update(
-                            execute_plan(
-                                robot,
-                                validation,
-                                ExecutionOptions(speed=config.speed),
-                                progress=lambda msg: say(f"  {msg}"),
-                            )
-                        )
-                    except PlanRefused as exc:
-                        execution["refused"] = str(exc)
-                        raise StageFailed("execute", f"refused before moving: {exc}") from None
-                    except ExecutionError as exc:
-                        execution.update(exc.result)
-                        execution["error"] = {
-                            "action": exc.action,
-                            "type": exc.action_type,
-                            "message": str(exc),
-                        }
-                        raise StageFailed("execute", str(exc), robot_stopped=True) from None
-                    finally:
-                        write_json(adir / "execution" / "result.json", execution)
-                with stage(attempt, "retreat"):
-                    attempt.info["retreat_path"] = _transit(robot, capture_pose, config, "retreat")
-                    _wait(robot, config.settle_s)
-                    after_pose = (*robot.tcp_pose(), robot.gripper_width())
-                    elapsed = time.perf_counter() - t_exec
-                with stage(attempt, "capture_after"):
-                    frame_after = camera.capture()
-                    write_frame_bundle(frame_after, adir / "frame_after")
-                with stage(attempt, "real2sim_after"):
-                    scene_after = _scene_from_frame(task, adir / "frame_after", adir / "real2sim_after", vlm)
-                with stage(attempt, "judge"):
-                    observed = observed_rollout(plan, scene, scene_after, before_pose, after_pose, elapsed)
-                    judgement: dict[str, Any] = {"judge": config.judge}
-                    evaluation = task.evaluate(observed, scene, config.seed)
-                    if not isinstance(task, InstructionTask):
-                        judgement["task_check"] = {
-                            "success": evaluation.success,
-                            "score": round(evaluation.score, 6),
-                            "details": evaluation.details,
-                        }
-                    if config.judge == "vlm":
-                        if vlm is None:
-                            raise StageFailed("judge", "--judge vlm needs a VLM (--vlm gemini|openai|replay)")
-                        verdict = vlm_judge(
-                            vlm, task.instruction, scene, world, observed, [frame.rgb, frame_after.rgb]
-                        )
-                        judgement["vlm"] = verdict
-                        success = verdict["success"]
-                        judgement["reason"] = verdict["reason"]
-                    else:
-                        success = evaluation.success
-                    judgement["observed"] = {
-                        "before": observed.initial.to_dict()["objects"],
-                        "after": observed.final.to_dict()["objects"],
-                    }
-                    if oracle is not None:
-                        judgement["ground_truth"] = oracle.ground_truth(plan)
-                        attempt.info["ground_truth_success"] = judgement["ground_truth"]["success"]
-                    judgement["success"] = success
-                    write_json(adir / "judgement.json", judgement)
-                    if success is None:
-                        raise StageFailed("judge", f"no verdict: {judgement.get('reason')}")
-                    attempt.success = bool(success)
-                    result.success = bool(success)
-                    say(f"attempt {n}: judged {'success' if success else 'failure'} ({config.judge})")
-                carried = (frame_after, scene_after, adir / "real2sim_after")
-                save()
-                if result.success:
-                    result.stopped = "success"
-                    break
+                carried = _attempt(run, attempt, carried, *start)
             except StageFailed as exc:
-                fail(attempt, exc)
+                run.fail(attempt, exc)
+                break
+            if carried is None:  # a dry run
+                break
+            run.save()
+            if result.success:
+                result.stopped = "success"
                 break
         else:
             result.stopped = "attempts exhausted"
@@ -573,198 +674,5 @@ def run_loop(
         try:
             robot.disconnect()
         finally:
-            save()
+            run.save()
     return result
-
-
-# --- the command --------------------------------------------------------------------------------------------
-
-RUN_DOC = """\
-simpact robot run TASK|--instruction TEXT (--sim | --host HOST [--frames DIR ...]) [--planner ...] [--yes]
-    --out DIR
-
-Capture → real2sim → plan → execute → capture → judge, replanning up to --attempts times (see robot.loop).
---sim runs the loop against a perturbed MuJoCo stand-in world (a simulated camera and robot; no hardware);
---host drives the Franka at HOST with a RealSense (or recorded bundles with --frames). The robot moves only
-when confirmed: --yes, or typing yes at the prompt for each plan; otherwise the first plan is validated and
-the run ends as a dry run. Writes DIR/attempt_N/ (frame_before/, real2sim/, planning/, plan.json,
-execution/result.json, frame_after/, real2sim_after/, judgement.json) and DIR/result.json. Exit status: 0
-when the loop ran (success or attempts exhausted) or was a dry run, 2 for bad input, 3 when the robot
-stopped with an error, 4 when another stage failed (result.json names it). An --instruction without a task
-has no success check of its own: it needs a VLM (--vlm), which plans and judges.
-"""
-
-
-def add_run_parser(sub: Any) -> None:
-    """Add ``run`` to the ``simpact robot`` sub-parsers."""
-    from simpact.planner.commands import VLM_CHOICES, add_vlm_arguments
-
-    p = sub.add_parser(
-        "run",
-        help="the closed loop: capture, real2sim, plan, execute, judge, replan (up to 3 attempts)",
-        description=RUN_DOC,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("task", nargs="?", help="task name (see `simpact tasks`) or a task config file")
-    p.add_argument("--instruction", help="instead of a task: the task in words (needs --vlm; the VLM judges)")
-    p.add_argument(
-        "--labels", help='with --instruction: objects to look for, comma-separated ("carton, box")'
-    )
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--sim", action="store_true", help="a simulated camera and robot in a stand-in world")
-    where.add_argument("--host", help="the robot's FCI address (or a franky-sim server's)")
-    p.add_argument(
-        "--frames",
-        nargs="+",
-        metavar="DIR",
-        help="with --host: recorded bundles as the camera, one per capture in order (or a folder of them)",
-    )
-    p.add_argument("--serial", help="RealSense serial number (default: the first connected device)")
-    p.add_argument("--extrinsics", help="calibration YAML (simpact robot calibrate): the camera's T_base_cam")
-    p.add_argument("--no-realtime", action="store_true", help="connect without a real-time kernel")
-    p.add_argument("--planner", choices=PLANNERS, help="default: vlm with --vlm NAME, else cem")
-    add_vlm_arguments(p, VLM_CHOICES, "none", "VLM for planning, labels, physics and --judge vlm")
-    p.add_argument(
-        "--judge", choices=("task", "vlm"), help="who decides success (default: task; vlm with --instruction)"
-    )
-    p.add_argument("--attempts", type=int, default=3, help="most attempts (3)")
-    p.add_argument("--seed", type=int, default=0, help="task seed: its targets; with --sim also the world")
-    p.add_argument("--gap", type=float, default=1.0, help="with --sim: scale of the reality gap (1.0)")
-    p.add_argument("--limits", help="safety limits YAML (fields of robot.safety.SafetyLimits)")
-    p.add_argument("--speed", type=float, help="peak tool speed of the plans, m/s (default: the plan's)")
-    p.add_argument("--transit-height", type=float, default=0.3, help="tool height of the retreat, m (0.3)")
-    p.add_argument("--settle-s", type=float, default=1.0, help="wait before the after-frame, s (1.0)")
-    p.add_argument(
-        "--start",
-        choices=("task", "current"),
-        help="capture pose and plan start: the task's robot start (default with TASK; the robot goes there "
-        "once the first plan is confirmed) or where the robot is (default with --instruction)",
-    )
-    p.add_argument("--yes", action="store_true", help="move without asking for confirmation")
-    p.add_argument("--dry-run", action="store_true", help="plan and validate the first attempt; never move")
-    p.add_argument("--out", required=True, help="output directory")
-    p.set_defaults(func=cmd_robot_run)
-
-
-def _confirmer(args: argparse.Namespace, where: str) -> Callable[[Any], str | None]:
-    from robot.commands import confirm_motion
-
-    def confirm(validation: Any) -> str | None:
-        return confirm_motion(args, validation.plan, validation.plan_sha256, where)
-
-    return confirm
-
-
-def cmd_robot_run(args: argparse.Namespace) -> None:
-    from robot.camera import BundlePlayer, CameraError, RealSenseCamera
-    from robot.safety import SafetyLimits
-    from simpact.core.errors import UsageError
-    from simpact.planner.commands import PlanningError, build_vlm
-    from simpact.tasks import TaskError, load_task
-
-    if args.frames and not args.host:
-        raise UsageError("--frames replaces the camera of a real robot: it goes with --host")
-    if args.sim and (args.serial or args.extrinsics):
-        raise UsageError("--serial and --extrinsics configure the RealSense: they go with --host")
-    if (args.task is None) == (args.instruction is None):
-        raise UsageError("give a TASK or --instruction TEXT (one of them)")
-    if args.labels and not args.instruction:
-        raise UsageError("--labels goes with --instruction (a task names its own objects)")
-    if args.instruction and args.sim:
-        raise UsageError("--sim builds its stand-in world from a task: give TASK")
-    planner = args.planner or ("vlm" if args.vlm != "none" else "cem")
-    judge: Literal["task", "vlm"] = args.judge or ("vlm" if args.instruction else "task")
-    if args.instruction and (planner != "vlm" or judge != "vlm" or args.vlm == "none"):
-        raise UsageError(
-            "--instruction has no success check of its own: it needs a VLM (--vlm gemini|openai|replay) "
-            "to plan (--planner vlm) and to judge (--judge vlm)"
-        )
-    try:
-        config = LoopConfig(
-            attempts=args.attempts,
-            planner=planner,
-            judge=judge,
-            seed=args.seed,
-            speed=args.speed,
-            transit_height=args.transit_height,
-            settle_s=args.settle_s,
-            start=args.start or ("current" if args.instruction else "task"),
-            k=args.k,
-            k_max=args.k_max,
-        )
-        limits = SafetyLimits.from_yaml(args.limits) if args.limits else SafetyLimits()
-        if args.instruction:
-            from real2sim.labels import LabelError, parse_labels
-
-            try:
-                labels = parse_labels(args.labels) if args.labels else None
-            except LabelError as exc:
-                raise ValueError(f"--labels: {exc}") from None
-            task: Any = InstructionTask(args.instruction, labels)
-        else:
-            task = load_task(args.task)
-        vlm = build_vlm(args)
-    except (ValueError, TaskError, PlanningError) as exc:
-        raise UsageError(str(exc)) from None
-    if planner == "vlm" and vlm is None:
-        raise UsageError("--planner vlm needs a VLM: --vlm gemini|openai|replay")
-    if judge == "vlm" and vlm is None:
-        raise UsageError("--judge vlm needs a VLM: --vlm gemini|openai|replay")
-    if args.gap < 0:
-        raise UsageError(f"--gap must be >= 0, got {args.gap}")
-
-    header: dict[str, Any] = {"planner": planner, "vlm": args.vlm}
-    oracle: Oracle | None = None
-    camera: Any
-    robot: RobotBase
-    if args.sim:
-        from robot.sim2real import RealityGap
-        from robot.simworld import SimWorld
-
-        sim = SimWorld.create(task, args.seed, RealityGap().scaled(args.gap), limits)
-        camera, robot, oracle = sim.camera, sim.robot, sim
-        header.update(mode="sim", world=sim.describe())
-        where = "the simulated robot"
-    else:
-        from robot.calibration import CalibrationError, load_T_base_cam
-        from robot.franka import FrankaRobot
-
-        try:
-            T = None if args.extrinsics is None else load_T_base_cam(args.extrinsics)
-            if args.frames:
-                camera = BundlePlayer(args.frames[0] if len(args.frames) == 1 else args.frames, T_base_cam=T)
-            else:
-                camera = RealSenseCamera(serial=args.serial, T_base_cam=T)
-        except (CameraError, CalibrationError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        robot = FrankaRobot(args.host, limits, realtime=not args.no_realtime)
-        header.update(mode="robot", host=args.host, camera="bundles" if args.frames else "realsense")
-        where = f"the robot at {args.host}"
-
-    out = Path(args.out)
-    try:
-        result = run_loop(
-            camera,
-            robot,
-            task,
-            out,
-            config,
-            vlm=vlm,
-            confirm=_confirmer(args, where),
-            oracle=oracle,
-            progress=lambda line: print(line, flush=True),
-            header=header,
-        )
-    finally:
-        camera.close()
-    timings = ", ".join(f"attempt {a.index} {sum(a.timings_s.values()):.1f} s" for a in result.attempts)
-    summary = (
-        f"robot run {task.name}: {result.stopped}, success {result.success}, {len(result.attempts)} "
-        f"attempt(s) ({timings}), {result.wall_s:.1f} s -> {out / 'result.json'}"
-    )
-    if result.failed_stage is not None:
-        print(f"simpact robot: error: {summary}; failed at {result.failed_stage}", file=sys.stderr)
-        from robot.commands import EXIT_STOPPED
-
-        raise SystemExit(EXIT_STOPPED if result.robot_stopped else EXIT_STAGE_FAILED)
-    print(summary)

@@ -17,7 +17,7 @@ import pytest
 import robot.loop as loop
 from robot.camera import CameraError
 from robot.judge import align_orientation, observed_rollout
-from robot.loop import InstructionTask, LoopConfig, run_loop
+from robot.loop import ClosedLoopConfig, InstructionTask, run_loop
 from robot.simworld import SimWorld
 from simpact.cli import main
 from simpact.core.actions import Plan
@@ -84,7 +84,7 @@ def test_a_failed_stage_is_saved_named_and_ends_the_loop(tmp_path: Path, still_w
         def close(self) -> None:
             pass
 
-    config = LoopConfig(planner="reference")
+    config = ClosedLoopConfig(planner="reference")
     result = run_loop(Broken(), still_world.robot, still_world.task, tmp_path, config)
     assert (result.stopped, result.failed_stage, result.robot_stopped) == ("failed", "capture", False)
     saved = read(tmp_path / "result.json")
@@ -101,7 +101,7 @@ def test_a_dry_run_plans_and_validates_but_never_moves(tmp_path: Path, still_wor
         still_world.robot,
         still_world.task,
         tmp_path,
-        LoopConfig(planner="reference"),
+        ClosedLoopConfig(planner="reference"),
         confirm=lambda validation: "dry run (test)",
     )
     assert (result.stopped, result.dry_run, result.success) == ("dry run", "dry run (test)", None)
@@ -222,7 +222,7 @@ def test_a_franka_run_moves_the_robot_through_every_stage(tmp_path: Path, fresh_
     bundles = [write_frame_bundle(frame, tmp_path / "frames" / name) for name in ("0_before", "1_after")]
     camera = BundlePlayer(bundles)
     franka = FrankaRobot(fresh_franky_sim.host, SafetyLimits(max_speed=0.5), realtime=False)
-    config = LoopConfig(attempts=1, planner="reference", speed=0.5, transit_speed=0.5, settle_s=0.0)
+    config = ClosedLoopConfig(attempts=1, planner="reference", speed=0.5, transit_speed=0.5, settle_s=0.0)
     out = tmp_path / "run"
     result = run_loop(camera, franka, task, out, config)
     assert not franka.connected and camera.index == len(camera) == 2
@@ -337,7 +337,7 @@ def test_an_instruction_without_a_task_is_planned_and_judged_by_the_vlm(tmp_path
     sim = SimWorld.create(load_task(TASK), seed=0)
     vlm = PushingVLM()
     task = InstructionTask("Push the carton until it lines up with the blue box.", ["carton", "blue box"])
-    config = LoopConfig(planner="vlm", judge="vlm", start="current", k=1, k_max=2)
+    config = ClosedLoopConfig(planner="vlm", judge="vlm", start="current", k=1, k_max=2)
     result = run_loop(sim.camera, sim.robot, task, tmp_path, config, vlm=vlm, oracle=sim)
     assert (result.success, result.stopped, len(result.attempts)) == (True, "success", 1)
     judgement = read(tmp_path / "attempt_1" / "judgement.json")
