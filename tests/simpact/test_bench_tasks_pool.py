@@ -25,7 +25,7 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def _wait_for_line(path: Path, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+def _wait_for_line(path: Path, proc: subprocess.Popen, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if path.exists() and path.read_text().count("\n") >= 1:
