@@ -52,3 +52,21 @@ def test_perf_reports_the_audit_cost():
     assert result["audit_bytes_per_step"] > 0
     assert result["audit_monitor_errors"] == 0
     assert result["targets"]["audit_overhead_ratio"] == 0.25
+
+
+def test_one_cycle_of_the_nine_families_is_labelled_exactly(tmp_path):
+    result = run_audit_bench(tmp_path, seeds=range(9))
+    assert (result["tp"], result["fp"], result["fn"], result["tn"]) == (4, 0, 0, 5)
+    assert result["flagged_body_matches"] == 4  # each flagged artifact on its own body
+    flagged = {family: f["flagged"] for family, f in result["families"].items()}
+    assert flagged == {
+        "overlap": 1,
+        "kick_rest": 1,
+        "kick_air": 1,
+        "thin_wall": 1,
+        "bin_drop": 0,
+        "robot_push": 0,
+        "tray_carry": 0,
+        "gripper_lift": 0,
+        "roll_off": 0,
+    }
