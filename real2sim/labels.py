@@ -16,6 +16,10 @@ from typing import Any
 import numpy as np
 
 from simpact.core.errors import SimpactError
+from simpact.vlm import VLM
+from simpact.vlm.answers import object_labels_schema
+from simpact.vlm.ask import ask, check_json, echo_quoted
+from simpact.vlm.prompts import render_prompt
 
 __all__ = [
     "LabelError",
@@ -115,41 +119,31 @@ def task_labels(task: Any) -> Labels:
     return Labels(_clean(labels, f"task {task.name}"), "task", names=dict(zip(labels, names)))
 
 
-def vlm_labels(vlm: Any, rgb: np.ndarray, instruction: str) -> Labels:
+def vlm_labels(vlm: VLM, rgb: np.ndarray, instruction: str) -> Labels:
     """Ask ``vlm`` which objects the instruction involves (``prompts/object_labels.md``), with one repair
     round for an unusable answer; raises :class:`LabelError` when the second answer is unusable too."""
-    from simpact.vlm.answers import object_labels_schema, parse_json, repair_message
-    from simpact.vlm.prompts import render_prompt
-
     if not instruction or not instruction.strip():
         raise LabelError("asking a VLM for object labels needs an instruction (--instruction)")
     text = render_prompt("object_labels", task=instruction.strip())
-    parts: list[Any] = [text, np.ascontiguousarray(rgb)]
-    schema = object_labels_schema()
-    exchange: list[dict[str, Any]] = []
-    answer = vlm.generate(parts, schema, role="object_labels")
-    exchange.append({"role": "object_labels", "prompt": text, "answer": answer.text})
-    result, problems = _read_labels(parse_json(answer))
-    if problems:
-        follow = repair_message(problems)
-        retry = vlm.generate(
-            [*parts, f"Your answer was:\n{answer.text}", follow], schema, role="object_labels/repair"
-        )
-        exchange.append({"role": "object_labels/repair", "prompt": follow, "answer": retry.text})
-        result, problems = _read_labels(parse_json(retry))
-        if problems:
-            raise LabelError(
-                f"the VLM's object labels are unusable after a repair round: {'; '.join(problems)}"
-            )
-    assert result is not None
-    result.exchange = exchange
+    asked = ask(
+        vlm,
+        [text, np.ascontiguousarray(rgb)],
+        object_labels_schema(),
+        lambda answer: check_json(answer, _read_labels),
+        role="object_labels",
+        echo=echo_quoted,
+        catch=(),
+    )
+    checked = asked.result
+    if checked is None or checked.value is None:
+        problems = asked.verdicts[-1].errors
+        raise LabelError(f"the VLM's object labels are unusable after a repair round: {'; '.join(problems)}")
+    result = checked.value
+    result.exchange = [e.summary() for e in asked.exchanges]
     return result
 
 
-def _read_labels(parsed: Any) -> tuple[Labels | None, list[str]]:
-    if not parsed.ok:
-        return None, [parsed.error or "the answer has no JSON"]
-    data = parsed.data
+def _read_labels(data: Any) -> tuple[Labels | None, list[str]]:
     items = data.get("objects") if isinstance(data, Mapping) else None
     if not isinstance(items, list) or not items:
         return None, ['the answer must be {"objects": [{"label": ..., "role": ...}, ...]} with at least one']
@@ -283,42 +277,33 @@ def assign_schema() -> dict[str, Any]:
 
 
 def vlm_assigner(
-    vlm: Any, exchange: list[dict[str, Any]] | None = None
+    vlm: VLM, exchange: list[dict[str, Any]] | None = None
 ) -> Callable[[np.ndarray, Sequence[Any], Sequence[str]], dict[int, str]]:
     """``assign(rgb, clusters, labels) -> {cluster_index: label}``: the VLM sees the image with the clusters
     outlined and numbered (``prompts/assign_labels.md``) and says which cluster is which label; labels it
     cannot place are left out. Each request and answer is appended to ``exchange``."""
-    from simpact.vlm.answers import parse_json, repair_message
-    from simpact.vlm.prompts import PromptError, PromptTemplate
 
     def assign(rgb: np.ndarray, clusters: Sequence[Any], labels: Sequence[str]) -> dict[int, str]:
-        from importlib import resources
-
-        try:
-            body = resources.files("simpact.prompts").joinpath("assign_labels.md").read_text(encoding="utf-8")
-        except (FileNotFoundError, ModuleNotFoundError) as exc:
-            raise PromptError(f"prompt template assign_labels.md is not installed ({exc})") from None
         summaries = [_cluster_summary(c, i) for i, c in enumerate(clusters)]
-        text = PromptTemplate("assign_labels", body).fill(labels=list(labels), clusters=summaries)
-        parts: list[Any] = [text, _marked_image(rgb, clusters)]
-        answer = vlm.generate(parts, assign_schema(), role="assign_labels")
+        text = render_prompt("assign_labels", labels=list(labels), clusters=summaries)
         log = exchange if exchange is not None else []
-        log.append({"role": "assign_labels", "prompt": text, "answer": answer.text})
-        result, problems = _read_assignment(parse_json(answer), len(clusters), labels)
-        if problems:
-            follow = repair_message(problems)
-            retry = vlm.generate(
-                [*parts, f"Your answer was:\n{answer.text}", follow],
-                assign_schema(),
-                role="assign_labels/repair",
+        asked = ask(
+            vlm,
+            [text, _marked_image(rgb, clusters)],
+            assign_schema(),
+            lambda answer: check_json(answer, lambda data: _read_assignment(data, len(clusters), labels)),
+            role="assign_labels",
+            echo=echo_quoted,
+            catch=(),
+            record=lambda e: log.append(e.summary()),
+        )
+        checked = asked.result
+        if checked is None or checked.value is None:
+            problems = asked.verdicts[-1].errors
+            raise LabelError(
+                f"the VLM's cluster labels are unusable after a repair round: {'; '.join(problems)}"
             )
-            log.append({"role": "assign_labels/repair", "prompt": follow, "answer": retry.text})
-            result, problems = _read_assignment(parse_json(retry), len(clusters), labels)
-            if problems:
-                raise LabelError(
-                    f"the VLM's cluster labels are unusable after a repair round: {'; '.join(problems)}"
-                )
-        return result
+        return checked.value
 
     return assign
 
@@ -330,10 +315,8 @@ def _safe_name(label: str) -> str | None:
         return None
 
 
-def _read_assignment(parsed: Any, n: int, labels: Sequence[str]) -> tuple[dict[int, str], list[str]]:
-    if not parsed.ok:
-        return {}, [parsed.error or "the answer has no JSON"]
-    items = parsed.data.get("assignments") if isinstance(parsed.data, Mapping) else None
+def _read_assignment(data: Any, n: int, labels: Sequence[str]) -> tuple[dict[int, str], list[str]]:
+    items = data.get("assignments") if isinstance(data, Mapping) else None
     if not isinstance(items, list):
         return {}, ['the answer must be {"assignments": [{"label": ..., "cluster": ...}, ...]}']
     by_name = {object_name(lab): lab for lab in labels}

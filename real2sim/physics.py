@@ -26,6 +26,10 @@ import numpy as np
 from real2sim.types import PhysicalParameters
 from simpact.core.errors import SimpactError
 from simpact.core.vocab import OBJECT_KINDS as KINDS
+from simpact.vlm import VLM
+from simpact.vlm.answers import physics_schema
+from simpact.vlm.ask import ask, check_json, echo_quoted
+from simpact.vlm.prompts import render_prompt
 
 __all__ = [
     "MATERIAL_TABLE",
@@ -253,7 +257,7 @@ def _norm(name: str) -> str:
 def estimate_physics(
     objects: Mapping[str, Sequence[float]],
     *,
-    vlm: Any = None,
+    vlm: VLM | None = None,
     image: np.ndarray | None = None,
     instruction: str | None = None,
     labels: Mapping[str, str] | None = None,
@@ -371,9 +375,8 @@ def _physics_request(
     labels: Mapping[str, str],
     image: np.ndarray | None,
     instruction: str | None,
-) -> tuple[list[Any], str]:
-    from simpact.vlm.prompts import render_prompt
-
+) -> list[Any]:
+    """The prompt (``prompts/physics.md``) listing each object's name, label and size (m), then the image."""
     listing = [
         {
             "name": n,
@@ -386,40 +389,34 @@ def _physics_request(
     parts: list[Any] = [text]
     if image is not None:
         parts.append(np.ascontiguousarray(image))
-    return parts, text
+    return parts
 
 
 def _ask_vlm(
     estimate: PhysicsEstimate,
     objects: Mapping[str, Sequence[float]],
-    vlm: Any,
+    vlm: VLM,
     image: np.ndarray | None,
     instruction: str | None,
     labels: Mapping[str, str],
     volumes: Mapping[str, float],
 ) -> None:
-    from simpact.vlm.answers import parse_json, physics_schema, repair_message
-
     names = list(objects)
-    parts, text = _physics_request(names, objects, labels, image, instruction)
-    schema = physics_schema()
-    answer = vlm.generate(parts, schema, role="physics")
-    estimate.exchange.append({"role": "physics", "prompt": text, "answer": answer.text})
-    parsed = parse_json(answer)
-    entries, problems = _entries(parsed.data, names) if parsed.ok else ({}, [parsed.error or "no JSON"])
-    if problems:
-        follow = repair_message(problems)
-        retry = vlm.generate(
-            [*parts, f"Your answer was:\n{answer.text}", follow], schema, role="physics/repair"
-        )
-        estimate.exchange.append({"role": "physics/repair", "prompt": follow, "answer": retry.text})
-        parsed = parse_json(retry)
-        if parsed.ok:
-            repaired, problems = _entries(parsed.data, names)
-            entries = {**entries, **repaired}
-        else:
-            problems = [parsed.error or "no JSON"]
-        estimate.warnings.extend(f"physics VLM answer: {p}" for p in problems)
+    asked = ask(
+        vlm,
+        _physics_request(names, objects, labels, image, instruction),
+        physics_schema(),
+        lambda answer: check_json(answer, lambda data: _entries(data, names)),
+        role="physics",
+        echo=echo_quoted,
+        catch=(),
+        record=lambda e: estimate.exchange.append(e.summary()),
+    )
+    entries: dict[str, dict[str, Any]] = {}
+    for verdict in asked.verdicts:  # what the first answer got right stays unless the repair restates it
+        entries.update(verdict.value or {})
+    if asked.repairs:
+        estimate.warnings.extend(f"physics VLM answer: {p}" for p in asked.verdicts[-1].errors)
     for name in names:
         raw = entries.get(name)
         if raw is None:

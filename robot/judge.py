@@ -4,21 +4,26 @@ TaskSuccess on the same outcome with the two frames."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from typing import Any
 
 import numpy as np
 
+from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
+from simpact.planner.context import scene_context
+from simpact.vlm import VLM
+from simpact.vlm.answers import evaluation_schema, parse_evaluation
+from simpact.vlm.ask import ask
+from simpact.vlm.prompts import render_prompt
 
 __all__ = ["align_orientation", "observed_rollout", "vlm_judge"]
 
 
 def _signed_permutations() -> list[np.ndarray]:
     """The 24 rotations that map the coordinate axes onto themselves."""
-    import itertools
-
     out = []
     for perm in itertools.permutations(range(3)):
         for signs in itertools.product((1.0, -1.0), repeat=3):
@@ -65,8 +70,6 @@ def observed_rollout(
     the robot's measured tool poses (position m, quaternion, gripper width m), no contacts. Objects missing
     from ``after`` (markers, fixtures) keep their ``before`` pose; after-orientations are expressed in the
     before-boxes' axes (:func:`align_orientation`)."""
-    from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
-
     found = {o.name: o for o in after.objects}
     zero = np.zeros(3)
     objects_before: dict[str, Any] = {}
@@ -109,14 +112,9 @@ def observed_rollout(
 
 
 def vlm_judge(
-    vlm: Any, instruction: str, before: Any, world: Any, observed: Any, images: list[np.ndarray]
+    vlm: VLM, instruction: str, before: Any, world: Any, observed: Any, images: list[np.ndarray]
 ) -> dict[str, Any]:
     """The VLM's TaskSuccess on the observed outcome, with one repair round; never raises on an answer."""
-    from simpact.planner.context import scene_context
-    from simpact.vlm import VLMError
-    from simpact.vlm.answers import evaluation_schema, parse_evaluation, repair_message
-    from simpact.vlm.prompts import render_prompt
-
     outcome = {
         "note": (
             "executed on the real robot, not simulated: the poses are what real2sim measured from the "
@@ -130,19 +128,23 @@ def vlm_judge(
     prompt = render_prompt(
         "evaluate", task=instruction, context=context, rollout=json.dumps(outcome, separators=(",", ":"))
     )
-    parts: list[Any] = [*images, prompt]
-    exchanges: list[dict[str, Any]] = []
-    parsed = None
-    for round_ in range(2):
-        role = "judge" if round_ == 0 else "judge/repair"
-        try:
-            answer = vlm.generate(parts, evaluation_schema(), temperature=0.0, role=role)
-        except VLMError as exc:
-            exchanges.append({"role": role, "prompt": prompt, "answer": None, "error": str(exc)})
-            return {"success": None, "reason": f"VLM error: {exc}", "exchanges": exchanges}
-        parsed = parse_evaluation(answer)
-        exchanges.append({"role": role, "prompt": parts[-1], "answer": answer.text, "error": None})
-        if parsed.success is not None:
-            return {"success": bool(parsed.success), "reason": parsed.reason, "exchanges": exchanges}
-        parts = [*parts, answer.text, repair_message(parsed)]
-    return {"success": None, "reason": f"no usable verdict: {parsed}", "exchanges": exchanges}
+    asked = ask(
+        vlm,
+        [*images, prompt],
+        evaluation_schema(),
+        parse_evaluation,
+        role="judge",
+        temperature=0.0,
+        echo=lambda text: [text],
+    )
+    # A failed request is recorded with the judge's prompt.
+    exchanges = [
+        {**e.summary(), "prompt": prompt if e.error is not None else e.prompt, "error": e.error}
+        for e in asked.exchanges
+    ]
+    if asked.error is not None:
+        return {"success": None, "reason": f"VLM error: {asked.error}", "exchanges": exchanges}
+    verdict = asked.result
+    if verdict is not None:
+        return {"success": bool(verdict.success), "reason": verdict.reason, "exchanges": exchanges}
+    return {"success": None, "reason": f"no usable verdict: {asked.verdicts[-1]}", "exchanges": exchanges}

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -33,19 +33,14 @@ from simpact.planner.context import (
 )
 from simpact.planner.records import Failure, PlanResult, Proposal
 from simpact.tasks import Task
-from simpact.vlm import VLM, VLMAnswer, VLMError
-from simpact.vlm.answers import (
-    EvaluationAnswer,
-    PlanAnswer,
-    evaluation_schema,
-    parse_evaluation,
-    parse_plan,
-    plan_schema,
-    repair_message,
-)
+from simpact.vlm import VLM, VLMAnswer
+from simpact.vlm.answers import PlanAnswer, evaluation_schema, parse_evaluation, parse_plan, plan_schema
+from simpact.vlm.ask import Asked, Exchange, Verdict, ask
 from simpact.vlm.prompts import render_prompt
 
 __all__ = ["LoopConfig", "Progress", "plan_with_vlm"]
+
+V = TypeVar("V", bound=Verdict)
 
 Progress = Callable[[str], None]
 """Receives one line per event (a proposal rolled out, a failed query, the verdict)."""
@@ -105,39 +100,9 @@ class _Session:
         self.image: np.ndarray | None = initial_image(world) if config.images else None
 
     # --- one query with its repair round -----------------------------------------------------------------
-    def _record(self, role: str, parts: Sequence[Any], answer: VLMAnswer | None, error: str | None) -> None:
-        entry: dict[str, Any] = {
-            "role": role,
-            "prompt": "\n\n".join(p for p in parts if isinstance(p, str)),
-            "images": sum(not isinstance(p, str) for p in parts),
-            "answer": answer.text if answer is not None else None,
-            "error": error,
-        }
-        if answer is not None:
-            entry.update(
-                model=answer.model,
-                latency_s=round(answer.latency_s, 3),
-                input_tokens=answer.input_tokens,
-                output_tokens=answer.output_tokens,
-                finish_reason=answer.finish_reason,
-            )
+    def _record(self, exchange: Exchange) -> None:
         with self._lock:
-            self.exchanges.append(entry)
-
-    def _generate(
-        self, role: str, parts: list[Any], schema: Mapping[str, Any], temperature: float | None
-    ) -> VLMAnswer | str:
-        """The answer, or why there is none (a VLM error or an unexpected exception: never raised)."""
-        try:
-            answer = self.vlm.generate(parts, schema, temperature=temperature, role=role)
-        except VLMError as exc:
-            self._record(role, parts, None, str(exc))
-            return f"VLM error: {exc}"
-        except Exception as exc:  # a back-end bug must not lose completed rollouts
-            self._record(role, parts, None, f"{type(exc).__name__}: {exc}")
-            return f"{type(exc).__name__}: {exc}"
-        self._record(role, parts, answer, None)
-        return answer
+            self.exchanges.append(exchange.to_dict())
 
     def _ask(
         self,
@@ -145,25 +110,20 @@ class _Session:
         parts: list[Any],
         schema: Mapping[str, Any],
         temperature: float | None,
-        parse: Callable[[VLMAnswer], PlanAnswer | EvaluationAnswer],
-    ) -> tuple[PlanAnswer | EvaluationAnswer | None, str, int]:
-        """Ask, and once more with the errors if the answer is unusable. Returns the usable parse (or
-        None), why not, and how many repair rounds were used (0 or 1)."""
-        answer = self._generate(role, parts, schema, temperature)
-        if isinstance(answer, str):
-            return None, answer, 0
-        parsed = parse(answer)
-        if parsed.ok:
-            return parsed, "", 0
-        first = f"{parsed.kind.value}: {'; '.join(parsed.errors) or 'unusable answer'}"
-        retry = [*parts, *([answer.text] if answer.text.strip() else []), repair_message(parsed)]
-        again = self._generate(f"{role}/repair", retry, schema, temperature)
-        if isinstance(again, str):
-            return None, f"{first}; repair: {again}", 1
-        reparsed = parse(again)
-        if reparsed.ok:
-            return reparsed, "", 1
-        return None, f"{first}; after repair {reparsed.kind.value}: {'; '.join(reparsed.errors)}", 1
+        validate: Callable[[VLMAnswer], V],
+    ) -> Asked[V]:
+        """Ask, and once more with the errors if the answer is unusable; any failure of a request (a VLM
+        error, or a back-end bug) is recorded, never raised, so no completed rollout is lost."""
+        return ask(
+            self.vlm,
+            parts,
+            schema,
+            validate,
+            role=role,
+            temperature=temperature,
+            catch=(Exception,),
+            record=self._record,
+        )
 
     def _parse_plan(self, answer: VLMAnswer) -> PlanAnswer:
         return parse_plan(answer, out_of_range=self.config.out_of_range)
@@ -172,11 +132,11 @@ class _Session:
         self, role: str, prompt: str, temperature: float | None, images: Sequence[np.ndarray]
     ) -> Any:
         parts: list[Any] = [*([self.image] if self.image is not None else []), *images, prompt]
-        parsed, why, repairs = self._ask(role, parts, plan_schema(), temperature, self._parse_plan)
-        if parsed is None:
-            return Failure(-1, role, why)
-        assert isinstance(parsed, PlanAnswer) and parsed.plan is not None
-        notes: dict[str, Any] = {"repairs": repairs}
+        asked = self._ask(role, parts, plan_schema(), temperature, self._parse_plan)
+        parsed = asked.result
+        if parsed is None or parsed.plan is None:
+            return Failure(-1, role, asked.reason)
+        notes: dict[str, Any] = {"repairs": asked.repairs}
         if parsed.clamps:
             notes["clamps"] = [str(c) for c in parsed.clamps]
         description = parsed.data.get("description") if isinstance(parsed.data, Mapping) else None
@@ -206,16 +166,15 @@ class _Session:
         frames = self._keyframes([proposal], 1)
         parts: list[Any] = [*([self.image] if self.image is not None else []), *frames, prompt]
         role = f"evaluate/{proposal.source}"
-        parsed, why, repairs = self._ask(
-            role, parts, evaluation_schema(), self.config.evaluate_temperature, parse_evaluation
-        )
+        temperature = self.config.evaluate_temperature
+        asked = self._ask(role, parts, evaluation_schema(), temperature, parse_evaluation)
+        parsed = asked.result
         if parsed is None:
-            proposal.notes.update(vlm_success=False, vlm_error=why)
+            proposal.notes.update(vlm_success=False, vlm_error=asked.reason)
             return
-        assert isinstance(parsed, EvaluationAnswer)
         proposal.notes.update(vlm_success=bool(parsed.success), vlm_reason=parsed.reason)
-        if repairs:
-            proposal.notes["evaluate_repairs"] = repairs
+        if asked.repairs:
+            proposal.notes["evaluate_repairs"] = asked.repairs
 
     def _keyframes(self, proposals: Sequence[Proposal], n: int) -> list[np.ndarray]:
         if self.image is None or self.config.keyframes <= 0 or not proposals:
@@ -238,12 +197,12 @@ class _Session:
         plans = [plan for plan, _, _ in items]
         tail = self.task.tail_s
         try:
-            rollouts: list[Any] = list(self.world.rollouts(plans, self.snapshot, tail_s=tail))
+            rollouts: list[Any] = list(self.world.rollouts(plans, snapshot=self.snapshot, tail_s=tail))
         except Exception:  # one bad plan must not cost the others: roll them one by one
             rollouts = []
             for plan in plans:
                 try:
-                    rollouts.append(self.world.rollout(plan, self.snapshot, tail_s=tail))
+                    rollouts.append(self.world.rollout(plan, snapshot=self.snapshot, tail_s=tail))
                 except Exception as exc:
                     rollouts.append(exc)
         proposals, failures = [], []

@@ -4,8 +4,8 @@
 or truncated where closing it is unambiguous) and otherwise says why there is none: empty, a refusal, no
 JSON, truncated. :func:`parse_plan` validates a plan answer with :class:`simpact.core.actions.Plan` (the one
 place the action vocabulary lives), clamping out-of-range parameters to their range and recording each
-clamp, or rejecting them with the reason; :func:`repair_message` tells the VLM what to fix in one repair
-round. The JSON schemas each role answers with are built here, the plan's from ``ACTION_SPECS``.
+clamp, or rejecting them with the reason (what to fix in a repair round: :mod:`simpact.vlm.ask`). The JSON
+schemas each role answers with are built here, the plan's from ``ACTION_SPECS``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
@@ -38,7 +38,6 @@ __all__ = [
     "parse_plan",
     "physics_schema",
     "plan_schema",
-    "repair_message",
 ]
 
 FIELD_UNITS: dict[str, str] = {"dx": "m", "dy": "m", "dz": "m", "d": "m", "dyaw": "rad"}
@@ -461,23 +460,6 @@ def parse_evaluation(answer: VLMAnswer | str | None) -> EvaluationAnswer:
         error = f"expected a JSON object with 'success' and 'reason', got {type(parsed.data).__name__}"
         return EvaluationAnswer(AnswerKind.INVALID, errors=(error,), notes=parsed.notes, text=parsed.text)
     return EvaluationAnswer(parsed.kind, errors=(parsed.error or parsed.kind.value,), text=parsed.text)
-
-
-# --- repair -------------------------------------------------------------------------------------------------
-
-
-def repair_message(errors: Sequence[str] | PlanAnswer | EvaluationAnswer | JSONAnswer) -> str:
-    """The follow-up prompt for one repair round: what was wrong, and to answer again in full."""
-    from simpact.vlm.prompts import render_prompt
-
-    if isinstance(errors, JSONAnswer):
-        items: Sequence[str] = [errors.error] if errors.error else []
-    elif isinstance(errors, (PlanAnswer, EvaluationAnswer)):
-        items = errors.errors
-    else:
-        items = [errors] if isinstance(errors, str) else list(errors)
-    listed = "\n".join(f"- {e}" for e in items) or "- the answer could not be read"
-    return render_prompt("repair", errors=listed)
 
 
 # --- schemas ------------------------------------------------------------------------------------------------

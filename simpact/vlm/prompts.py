@@ -20,7 +20,7 @@ from simpact.vlm.answers import describe_actions, plan_schema
 
 __all__ = ["ROLES", "PromptError", "PromptTemplate", "load_prompt", "render_prompt"]
 
-ROLES = ("sample", "optimize", "evaluate", "object_labels", "physics", "repair")
+ROLES = ("sample", "optimize", "evaluate", "object_labels", "assign_labels", "physics", "repair")
 """Template names: the file is ``prompts/<role>.md``."""
 
 _DEFAULTS: dict[str, Callable[[], str]] = {

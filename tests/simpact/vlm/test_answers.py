@@ -19,7 +19,6 @@ from simpact.vlm.answers import (
     parse_plan,
     physics_schema,
     plan_schema,
-    repair_message,
 )
 
 GOOD = {
@@ -138,16 +137,6 @@ def test_numeric_strings_and_lower_case_types_are_read():
     result = parse_plan({"actions": [{"type": "lift", "dz": "0.1"}]})
     assert result.plan is not None and result.plan.actions[0].params == {"dz": 0.1}
     assert any("read dz" in n for n in result.notes)
-
-
-def test_repair_message_lists_every_error():
-    result = parse_plan({"actions": [{"type": "JUMP"}, {"type": "LIFT"}]})
-    message = repair_message(result)
-    for error in result.errors:
-        assert f"- {error}" in message
-    assert "complete JSON" in message
-    assert "- the answer was empty" in repair_message(parse_plan(""))
-    assert "- one\n- two" in repair_message(["one", "two"])
 
 
 @pytest.mark.parametrize(

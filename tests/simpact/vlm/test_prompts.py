@@ -18,6 +18,7 @@ VALUES: dict[str, dict[str, Any]] = {
     "evaluate": {"task": "Push the carton.", "context": "ee: ...", "rollout": {"carton": [0.7, 0.0, 0.1]}},
     "object_labels": {"task": "Put the green bowl into the white bowl."},
     "physics": {"task": "Shape the dough.", "objects": ["dough", "table"]},
+    "assign_labels": {"labels": ["green bowl"], "clusters": [{"index": 0, "height_m": 0.05}]},
     "repair": {"errors": "- action 0: unknown type 'JUMP'"},
 }
 
