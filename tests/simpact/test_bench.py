@@ -12,8 +12,13 @@ from simpact.cli import main
 def test_perf_reports_ratios_and_checks_parallel_equals_serial():
     result = run_perf(k=2, repeats=1)
     assert result["parallel_equals_serial"] is True
-    for key in ("rollout_vs_bare_ratio", "parallel_speedup", "bare_steps_per_s", "rollout_steps_per_s"):
-        assert result[key] > 0
+    # one timing pair: each ratio is that pair's, so it equals its range and the reported rates' quotient
+    assert result["rollout_vs_bare_range"] == [result["rollout_vs_bare_ratio"]] * 2
+    assert result["rollout_vs_bare_ratio"] == pytest.approx(
+        result["rollout_steps_per_s"] / result["bare_steps_per_s"], rel=1e-2
+    )
+    assert result["parallel_speedup_range"] == [result["parallel_speedup"]] * 2
+    assert result["parallel_speedup"] == pytest.approx(result["serial_s"] / result["parallel_s"], rel=1e-2)
 
 
 def test_bench_tasks_is_resumable(tmp_path, capsys):
