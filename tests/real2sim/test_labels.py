@@ -9,8 +9,7 @@ import pytest
 
 from real2sim.labels import LabelError, object_name, parse_labels, resolve_labels, vlm_assigner, vlm_labels
 from simpact.tasks import load_task
-
-from ._scripted import ScriptedVLM
+from tests.vlm_doubles import ScriptedVLM
 
 RGB = np.full((32, 48, 3), 90, np.uint8)
 

@@ -7,8 +7,7 @@ import pytest
 
 from real2sim.physics import PhysicsError, estimate_physics, lookup_material, table_parameters
 from simpact.vlm import MissingKeyError
-
-from ._scripted import ScriptedVLM
+from tests.vlm_doubles import ScriptedVLM
 
 EXTENTS = {"tomato_soup_can": (0.066, 0.066, 0.101), "dough": (0.08, 0.06, 0.03), "rope": (0.3, 0.01, 0.01)}
 

@@ -1,65 +1,17 @@
-"""A scripted VLM and a shared world of ``non_toppling_push`` for the planner tests."""
+"""The shared scripted VLM by role, and a shared world of ``non_toppling_push``, for the planner tests."""
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
-from simpact.vlm import VLM, VLMAnswer
+from tests.vlm_doubles import ScriptedVLM
 
-Script = Mapping[str, Any]
-"""role (exact, or a prefix ending in '*') -> answer text, a list of texts (one per call), an exception, or a
-callable(parts, role) -> text."""
-
-
-class ScriptedVLM(VLM):
-    """Answers each role from a script; records every request (role, parts)."""
-
-    name = "scripted"
-    model = "scripted-1"
-
-    def __init__(self, script: Script, default: str = '{"actions": [{"type": "LIFT", "dz": 0.02}]}'):
-        self.script = dict(script)
-        self.default = default
-        self.calls: list[tuple[str, list[Any]]] = []
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-
-    def _entry(self, role: str) -> Any:
-        if role in self.script:
-            return self.script[role]
-        for key, value in self.script.items():
-            if key.endswith("*") and role.startswith(key[:-1]):
-                return value
-        return self.default
-
-    def generate(
-        self,
-        parts: Sequence[Any] | str,
-        schema: Mapping[str, Any] | None = None,
-        *,
-        temperature: float | None = None,
-        role: str | None = None,
-    ) -> VLMAnswer:
-        role = role or ""
-        with self._lock:
-            self.calls.append((role, list(parts)))
-            n = self._counts[role] = self._counts.get(role, 0) + 1
-        entry = self._entry(role)
-        if isinstance(entry, list):
-            entry = entry[min(n - 1, len(entry) - 1)]
-        if isinstance(entry, BaseException):
-            raise entry
-        if callable(entry):
-            entry = entry(parts, role)
-        return VLMAnswer.from_text(entry, model=self.model, backend=self.name)
-
-    def roles(self) -> list[str]:
-        return [r for r, _ in self.calls]
+LIFT_PLAN = '{"actions": [{"type": "LIFT", "dz": 0.02}]}'
+"""What the scripted VLM answers a role its script does not name."""
 
 
 def plan_text(actions: list[dict[str, Any]], description: str = "test plan") -> str:
@@ -81,7 +33,13 @@ def push_world() -> tuple[Any, Any, Any, list[dict[str, Any]]]:
 
 @pytest.fixture(scope="session")
 def scripted() -> Callable[..., ScriptedVLM]:
-    return ScriptedVLM
+    """``scripted({role or "prefix*": entry}, default=LIFT_PLAN)``: the shared scripted VLM answering by role
+    (an entry: a text, a list of texts one per call, an exception, or a callable(parts, role))."""
+
+    def make(script: Mapping[str, Any], default: Any = LIFT_PLAN) -> ScriptedVLM:
+        return ScriptedVLM(roles=script, default=default)
+
+    return make
 
 
 @pytest.fixture(scope="session")

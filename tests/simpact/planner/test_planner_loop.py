@@ -29,7 +29,7 @@ def test_samples_start_from_the_same_snapshot(push_world, scripted, as_plan):
             assert np.array_equal(obj.quaternion, initial[0].objects[name].quaternion)
     a, b, c = (p.rollout.trace for p in result.proposals)
     assert np.array_equal(a.qpos, c.qpos) and np.array_equal(a.qvel, c.qvel)  # same plan, bit-identical
-    serial = world.rollout(result.proposals[1].plan, world.initial_snapshot, tail_s=task.tail_s)
+    serial = world.rollout(result.proposals[1].plan, snapshot=world.initial_snapshot, tail_s=task.tail_s)
     assert np.array_equal(serial.trace.qpos, b.qpos)
     assert result.iterations == 1 and result.accepted is None and result.best is not None
 
@@ -60,7 +60,7 @@ def test_stops_on_success(push_world, scripted, as_plan):
     assert len(result.proposals) == 3
     assert result.accepted == 2 and result.success
     assert result.proposals[2].notes["vlm_success"] is True
-    assert vlm.roles().count("optimize/1") == 1 and "optimize/2" not in vlm.roles()
+    assert vlm.roles.count("optimize/1") == 1 and "optimize/2" not in vlm.roles
     assert result.to_dict()["vlm_success"] is True
     # the optimize prompt carried every earlier rollout as context
     optimize_prompt = next(p for r, p in vlm.calls if r == "optimize/1")[-1]
@@ -105,7 +105,7 @@ def test_malformed_answers_never_crash_nor_lose_rollouts(push_world, scripted, a
     usable = parse_plan(bad).ok
     sources = [p.source for p in result.proposals]
     assert "sample/1" in sources  # the good rollout is kept whatever the bad ones did
-    roles = vlm.roles()
+    roles = vlm.roles
     if usable:
         assert sources == ["sample/0", "sample/1", "optimize/1"] and "sample/0/repair" not in roles
     else:
@@ -146,4 +146,4 @@ def test_task_judge_and_clamped_parameters(push_world, scripted, as_plan):
     result = plan_with_vlm(task, scene, world, vlm, config=config)
     assert result.proposals[0].notes["clamps"]
     assert result.accepted == 1 and result.success
-    assert not any(r.startswith("evaluate") for r in vlm.roles())
+    assert not any(r.startswith("evaluate") for r in vlm.roles)

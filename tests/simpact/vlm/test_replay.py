@@ -3,42 +3,17 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import numpy as np
 import pytest
 
-from simpact.vlm import VLM, ReplayMissError, VLMAnswer, VLMError, VLMRequestError, get_vlm
+from simpact.vlm import ReplayMissError, VLMError, VLMRequestError, get_vlm
 from simpact.vlm.answers import plan_schema
 from simpact.vlm.replay import RecordingVLM, ReplayVLM
+from tests.vlm_doubles import ScriptedVLM
 
-
-class Scripted(VLM):
-    """Answers from a list, counting calls; raises VLMRequestError for a None entry."""
-
-    name = "scripted"
-    model = "scripted-1"
-
-    def __init__(self, texts):
-        self.texts = list(texts)
-        self.calls = 0
-        self.lock = threading.Lock()
-
-    def generate(self, parts, schema=None, *, temperature=None, role=None):
-        with self.lock:
-            text = self.texts[self.calls]
-            self.calls += 1
-        if text is None:
-            raise VLMRequestError("scripted failure", status=503, attempts=5)
-        return VLMAnswer.from_text(
-            text,
-            model=self.model,
-            backend=self.name,
-            latency_s=0.25 * self.calls,
-            input_tokens=10,
-            output_tokens=self.calls,
-        )
+DOWN = VLMRequestError("scripted failure", status=503, attempts=5)
 
 
 def image(value: int) -> np.ndarray:
@@ -46,7 +21,7 @@ def image(value: int) -> np.ndarray:
 
 
 def record_session(path, texts):
-    vlm = RecordingVLM(Scripted(texts), path)
+    vlm = RecordingVLM(ScriptedVLM(*texts), path)
     answers = []
     for i in range(3):
         answers.append(vlm.generate(["sample", image(1)], plan_schema(), temperature=1.0, role=f"sample/{i}"))
@@ -104,7 +79,7 @@ def test_unknown_request_error_names_the_request(tmp_path):
 
 def test_identical_requests_replay_in_recorded_order_then_miss(tmp_path):
     path = tmp_path / "vlm.jsonl"
-    vlm = RecordingVLM(Scripted(["first", "second"]), path)
+    vlm = RecordingVLM(ScriptedVLM("first", "second"), path)
     assert [vlm.generate("same").text for _ in range(2)] == ["first", "second"]
     replay = ReplayVLM(path)
     assert [replay.generate("same").text for _ in range(2)] == ["first", "second"]
@@ -114,7 +89,7 @@ def test_identical_requests_replay_in_recorded_order_then_miss(tmp_path):
 
 def test_recorded_failures_are_raised_again(tmp_path):
     path = tmp_path / "vlm.jsonl"
-    vlm = RecordingVLM(Scripted([None, "ok"]), path)
+    vlm = RecordingVLM(ScriptedVLM(DOWN, "ok"), path)
     with pytest.raises(VLMRequestError):
         vlm.generate("hi")
     assert vlm.generate("hi").text == "ok"
@@ -127,7 +102,7 @@ def test_recorded_failures_are_raised_again(tmp_path):
 
 def test_images_can_be_matched_by_position_only(tmp_path):
     path = tmp_path / "vlm.jsonl"
-    RecordingVLM(Scripted(["seen"]), path).generate(["look", image(1)])
+    RecordingVLM(ScriptedVLM("seen"), path).generate(["look", image(1)])
     with pytest.raises(ReplayMissError):
         ReplayVLM(path).generate(["look", image(2)])
     assert ReplayVLM(path, match_images=False).generate(["look", image(2)]).text == "seen"
@@ -135,7 +110,7 @@ def test_images_can_be_matched_by_position_only(tmp_path):
 
 def test_the_record_is_readable_and_holds_images_by_digest(tmp_path):
     path = tmp_path / "vlm.jsonl"
-    RecordingVLM(Scripted(['{"a": 1}']), path).generate(["look", image(1)], {"type": "object"}, role="r")
+    RecordingVLM(ScriptedVLM('{"a": 1}'), path).generate(["look", image(1)], {"type": "object"}, role="r")
     (line,) = path.read_text().splitlines()
     record = json.loads(line)
     assert record["request"]["parts"][0] == {"text": "look"}
@@ -148,7 +123,7 @@ def test_the_record_is_readable_and_holds_images_by_digest(tmp_path):
 
 def test_png_bytes_and_arrays_are_both_accepted(tmp_path):
     path = tmp_path / "vlm.jsonl"
-    vlm = RecordingVLM(Scripted(["x"]), path)
+    vlm = RecordingVLM(ScriptedVLM("x"), path)
     from simpact.vlm import ImagePart
 
     png = ImagePart.from_array(image(7)).data
@@ -164,7 +139,7 @@ def test_bad_recordings_and_parts_are_clear_errors(tmp_path):
     with pytest.raises(VLMError, match="line 1"):
         ReplayVLM(bad)
     good = tmp_path / "vlm.jsonl"
-    RecordingVLM(Scripted(["x"]), good).generate("hi")
+    RecordingVLM(ScriptedVLM("x"), good).generate("hi")
     with pytest.raises(ValueError, match="part 1: an image must be a uint8 array"):
         ReplayVLM(good).generate(["hi", np.zeros((4, 4), np.float32)])
     with pytest.raises(ValueError, match="PNG or JPEG"):
