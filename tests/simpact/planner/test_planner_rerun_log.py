@@ -9,8 +9,8 @@ import importlib.util
 
 import pytest
 
+from simpact.cli.plan import add_parsers as add_plan_parser
 from simpact.core.actions import Plan
-from simpact.planner.commands import add_plan_parser
 from simpact.planner.records import PlanResult, Proposal
 
 needs_rerun = pytest.mark.skipif(
