@@ -29,7 +29,7 @@ from simpact.bench.real2sim import ground_truth_box, pose_errors
 from simpact.cli import main
 from simpact.core.frame import Frame, write_frame_bundle
 from simpact.tasks import load_task
-from simpact.vlm import VLM, VLMAnswer
+from tests.vlm_doubles import ScriptedVLM
 
 TASK = "non_toppling_push"
 
@@ -226,19 +226,15 @@ def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
     assert "NAME=rigid|pd|mpm" in capsys.readouterr().err
 
 
-class TableTopVLM(VLM):
+class TableTopVLM(ScriptedVLM):
     """Answers real2sim's three questions for the push scene: which objects, which cluster is which (by
     colour from the prompt's cluster list), and their physics."""
 
-    name = "tabletop"
-
     def __init__(self) -> None:
-        self.roles: list[str | None] = []
+        super().__init__(default=self.answer, name="tabletop")
 
-    def generate(
-        self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None
-    ) -> VLMAnswer:
-        self.roles.append(role)
+    @staticmethod
+    def answer(parts: Any, role: Any) -> Any:
         text = parts[0]
         if role == "object_labels":
             answer: Any = {
@@ -279,7 +275,7 @@ class TableTopVLM(VLM):
                     },
                 ]
             }
-        return VLMAnswer.from_text(json.dumps(answer), backend=self.name)
+        return answer
 
 
 def test_a_vlm_names_the_objects_labels_the_clusters_and_sets_the_physics(
