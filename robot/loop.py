@@ -30,12 +30,11 @@ pair of :mod:`robot.simworld`). One attempt, each stage timed and saved under ``
 A stage that fails ends the loop: its attempt records the stage, the error and everything computed before
 it; ``out/result.json`` (rewritten after every stage) says which stage failed. Every plan starts at the
 capture pose, so a replan pushes on from where the last attempt left the objects; nothing moves before the
-first plan is confirmed.
+first plan is confirmed. The loop's settings and records are in :mod:`robot.loop_records`.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import time
 import traceback
@@ -43,7 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +52,16 @@ from robot.base import ExecutionError, PlanRefused, RobotBase, RobotError
 from robot.camera import Camera
 from robot.execute import ExecutionOptions, execute_plan
 from robot.judge import observed_rollout, vlm_judge
+from robot.loop_records import (
+    Attempt,
+    ClosedLoopConfig,
+    InstructionTask,
+    LoopResult,
+    Motion,
+    Observed,
+    Oracle,
+    StageFailed,
+)
 from robot.safety import HOME_TCP_QUATERNION, Validation, start_yaw, validate_plan
 from simpact.core.actions import Plan, PlanError, StartPose
 from simpact.core.errors import SimpactError
@@ -60,75 +69,15 @@ from simpact.core.frame import Frame, read_frame_bundle, write_frame_bundle
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import quat_about_z, quat_mul
 from simpact.core.scene import RobotStart, Scene
-from simpact.core.vocab import BENCH_PLANNERS
 from simpact.planner.loop import LoopConfig as PlannerConfig
 from simpact.planner.records import PlanResult
 from simpact.planner.report import write_report
 from simpact.planner.session import PlanningError, plan_task
-from simpact.tasks import Evaluation, TaskError
 from solvers.world import World, make_world
 
-__all__ = [
-    "PLANNERS",
-    "ClosedLoopConfig",
-    "InstructionTask",
-    "LoopResult",
-    "Oracle",
-    "StageFailed",
-    "run_loop",
-]
+__all__ = ["run_loop"]
 
-PLANNERS = BENCH_PLANNERS
-"""``reference``: the task's reference plan on the perceived scene; ``cem``/``template``/``gaussian``: the
-VLM-free planners; ``vlm``: Algorithm 1 with a VLM."""
-
-
-class StageFailed(Exception):
-    """A stage of an attempt failed: ``stage`` names it; ``robot_stopped`` when the robot stopped with an
-    error (it stays stopped until recovered)."""
-
-    def __init__(self, stage: str, message: str, robot_stopped: bool = False) -> None:
-        super().__init__(f"{stage}: {message}")
-        self.stage = stage
-        self.message = message
-        self.robot_stopped = robot_stopped
-
-
-class Oracle(Protocol):
-    """Exact knowledge of a simulated world, for evaluation: ``mark()`` when an execution begins,
-    ``ground_truth(plan)`` the task's check on what the world did since."""
-
-    def mark(self) -> None: ...
-
-    def ground_truth(self, plan: Any) -> dict[str, Any]: ...
-
-
-class InstructionTask:
-    """A task given only by its instruction (``--instruction``): it has no success check of its own, so the
-    VLM decides: real2sim asks it for the objects to look for (unless ``labels`` are given), the planner
-    accepts on its TaskSuccess (every proposal scores 0 here) and the loop's judge is the VLM."""
-
-    name = "instruction"
-    tail_s = 1.0
-    """Hold after a simulated plan, s (as the shipped tasks)."""
-    skeleton = None
-
-    def __init__(self, instruction: str, labels: list[str] | None = None) -> None:
-        if not instruction.strip():
-            raise ValueError("the instruction is empty")
-        self.instruction = instruction.strip()
-        self.labels = labels
-        self.raw: dict[str, Any] = {}
-        self.nominal_scene = Scene(())
-
-    def targets(self, seed: int = 0) -> dict[str, float]:
-        return {}
-
-    def evaluate(self, rollout: Any, scene: Any, seed: int = 0) -> Any:
-        return Evaluation(False, 0.0, {"check": "none: an instruction is judged by the VLM"})
-
-    def reference_plan(self, scene: Any, start: Any, seed: int = 0) -> Any:
-        raise TaskError("an instruction has no reference plan: plan with --planner vlm")
+_DEFAULT_CONFIG = ClosedLoopConfig()  # frozen: one default instance serves every call
 
 
 def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Scene:
@@ -143,114 +92,6 @@ def _scene_from_frame(task: Any, frame_dir: Path, out: Path, vlm: Any) -> Scene:
     if task.labels is None and found.labels.labels:
         task.labels = list(found.labels.labels)
     return found.scene
-
-
-@dataclass(frozen=True)
-class ClosedLoopConfig:
-    """Settings of the robot's closed loop (SI units); the planner's own settings are
-    :class:`simpact.planner.loop.LoopConfig`."""
-
-    attempts: int = 3
-    """Most plan-and-execute attempts."""
-    planner: str = "cem"
-    """One of :data:`PLANNERS`."""
-    judge: Literal["task", "vlm"] = "task"
-    seed: int = 0
-    """The task's seed: its targets (and, with ``--sim``, the stand-in world's scene)."""
-    speed: float | None = None
-    """Peak tool speed of the executed plan, m/s (default: the plan's own)."""
-    transit_height: float = 0.3
-    """Height of the tool while it crosses back to the capture pose, m (at least the higher end's)."""
-    transit_speed: float = 0.1
-    """Peak tool speed of the retreat, m/s."""
-    settle_s: float = 1.0
-    """Wait after the retreat before the after-frame, s."""
-    start: Literal["task", "current"] = "task"
-    """Where plans start and frames are taken (the capture pose): the task's robot start (the robot goes
-    there, up-over-down, once the first plan is confirmed), or wherever the robot is when the loop begins."""
-    k: int = 10
-    """Algorithm 1's K (with the ``vlm`` planner)."""
-    k_max: int = 13
-
-    def __post_init__(self) -> None:
-        if self.attempts < 1:
-            raise ValueError(f"attempts must be at least 1, got {self.attempts}")
-        if self.planner not in PLANNERS:
-            raise ValueError(f"planner must be one of {', '.join(PLANNERS)}, got {self.planner!r}")
-        if self.start not in ("task", "current"):
-            raise ValueError(f"start must be task or current, got {self.start!r}")
-        if self.judge not in ("task", "vlm"):
-            raise ValueError(f"judge must be task or vlm, got {self.judge!r}")
-        for name in ("transit_height", "transit_speed"):
-            if not (math.isfinite(getattr(self, name)) and getattr(self, name) > 0):
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not (math.isfinite(self.settle_s) and self.settle_s >= 0):
-            raise ValueError(f"settle_s must be >= 0 s, got {self.settle_s}")
-        if self.speed is not None and not (math.isfinite(self.speed) and self.speed > 0):
-            raise ValueError(f"speed must be positive, got {self.speed}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass
-class Attempt:
-    """What one attempt did: per-stage wall times, the verdict, and the failed stage (if any)."""
-
-    index: int
-    dir: Path
-    timings_s: dict[str, float] = field(default_factory=dict)
-    stages_done: list[str] = field(default_factory=list)
-    success: bool | None = None
-    """The judge's verdict; None when the attempt did not reach it."""
-    failed_stage: str | None = None
-    error: dict[str, Any] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "attempt": self.index,
-            "dir": self.dir.name,
-            "success": self.success,
-            "stages_done": list(self.stages_done),
-            "failed_stage": self.failed_stage,
-            "error": self.error,
-            "timings_s": dict(self.timings_s),
-            "total_s": round(sum(self.timings_s.values()), 3),
-            **self.info,
-        }
-
-
-@dataclass
-class LoopResult:
-    """The loop's outcome: ``success`` (the last judge's verdict; None when no attempt was judged),
-    ``stopped`` (why it ended: ``success``, ``attempts exhausted``, ``dry run``, ``failed``), the attempts."""
-
-    success: bool | None = None
-    stopped: str = "running"
-    failed_stage: str | None = None
-    robot_stopped: bool = False
-    dry_run: str | None = None
-    """Why nothing moved (the confirmation's answer), or None."""
-    attempts: list[Attempt] = field(default_factory=list)
-    header: dict[str, Any] = field(default_factory=dict)
-    wall_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **self.header,
-            "success": self.success,
-            "stopped": self.stopped,
-            "failed_stage": self.failed_stage,
-            "robot_stopped": self.robot_stopped,
-            "dry_run": self.dry_run,
-            "n_attempts": len(self.attempts),
-            "attempts": [a.to_dict() for a in self.attempts],
-            "wall_s": round(self.wall_s, 3),
-        }
-
-
-# --- what the stages share ----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -306,26 +147,6 @@ class _Run:
         self.say(f"{_label(attempt)}: {exc.stage} failed: {exc.message}")
 
 
-@dataclass(frozen=True)
-class _Observed:
-    """An attempt's after-frame, the scene real2sim measured in it and its real2sim folder: the next
-    attempt's before-frame and scene."""
-
-    frame: Frame
-    scene: Scene
-    real2sim_dir: Path
-
-
-@dataclass(frozen=True)
-class _Motion:
-    """The tool pose (position m, quaternion, gripper width m) before the plan and after the retreat, and
-    the time from the plan's start to the end of the retreat, s."""
-
-    before: tuple[Any, Any, float]
-    after: tuple[Any, Any, float]
-    elapsed_s: float
-
-
 # --- setup --------------------------------------------------------------------------------------------------
 
 
@@ -370,7 +191,7 @@ def _capture_pose(run: _Run) -> StartPose:
 # --- the stages of an attempt -------------------------------------------------------------------------------
 
 
-def _real2sim(run: _Run, attempt: Attempt, carried: _Observed | None, robot_start: RobotStart) -> Scene:
+def _real2sim(run: _Run, attempt: Attempt, carried: Observed | None, robot_start: RobotStart) -> Scene:
     """The scene of the before-frame (the previous after-frame's, copied, from attempt 2 on), with the robot
     at the capture pose."""
     adir = attempt.dir
@@ -505,7 +326,7 @@ def _judge(
     world: World,
     scenes: tuple[Scene, Scene],
     frames: tuple[Frame, Frame],
-    motion: _Motion,
+    motion: Motion,
 ) -> bool:
     """The verdict on the observed outcome (``judgement.json``): the task's check, or the VLM's with
     ``judge="vlm"``; with an oracle its ground truth is recorded next to it, never used."""
@@ -544,8 +365,8 @@ def _judge(
 
 
 def _attempt(
-    run: _Run, attempt: Attempt, carried: _Observed | None, capture_pose: StartPose, robot_start: RobotStart
-) -> _Observed | None:
+    run: _Run, attempt: Attempt, carried: Observed | None, capture_pose: StartPose, robot_start: RobotStart
+) -> Observed | None:
     """One attempt, stage by stage (see the module docstring); returns what it observed after the plan, or
     None for a dry run. Raises :class:`StageFailed`."""
     adir = attempt.dir
@@ -563,7 +384,7 @@ def _attempt(
     with run.stage(attempt, "execute"):
         before, t_exec = _execute(run, attempt, validation, capture_pose, execution)
     with run.stage(attempt, "retreat"):
-        motion = _Motion(before, _retreat(run, attempt, capture_pose), time.perf_counter() - t_exec)
+        motion = Motion(before, _retreat(run, attempt, capture_pose), time.perf_counter() - t_exec)
     with run.stage(attempt, "capture_after"):
         frame_after = run.camera.capture()
         write_frame_bundle(frame_after, adir / "frame_after")
@@ -574,7 +395,7 @@ def _attempt(
         attempt.success = success
         run.result.success = success
         run.say(f"attempt {attempt.index}: judged {'success' if success else 'failure'} ({run.config.judge})")
-    return _Observed(frame_after, scene_after, adir / "real2sim_after")
+    return Observed(frame_after, scene_after, adir / "real2sim_after")
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
@@ -624,7 +445,7 @@ def run_loop(
     robot: RobotBase,
     task: Any,
     out: str | Path,
-    config: ClosedLoopConfig = ClosedLoopConfig(),
+    config: ClosedLoopConfig = _DEFAULT_CONFIG,
     *,
     vlm: Any = None,
     confirm: Callable[[Any], str | None] = lambda validation: None,
@@ -652,7 +473,7 @@ def run_loop(
     start = _connect(run)
     if start is None:
         return result
-    carried: _Observed | None = None  # the last after-frame, its scene and real2sim folder
+    carried: Observed | None = None  # the last after-frame, its scene and real2sim folder
     try:
         for n in range(1, config.attempts + 1):
             attempt = Attempt(n, out / f"attempt_{n}")

@@ -35,7 +35,8 @@ from robot.calibration import (
 from robot.camera import Camera, open_camera
 from robot.execute import ExecutionRequest, prepare_execution, run_execution
 from robot.franka import FrankaRobot
-from robot.loop import PLANNERS, ClosedLoopConfig, InstructionTask, Oracle, run_loop
+from robot.loop import run_loop
+from robot.loop_records import PLANNERS, ClosedLoopConfig, InstructionTask, Oracle
 from robot.safety import SafetyLimits
 from robot.sim2real import RealityGap
 from robot.simworld import SimWorld

@@ -17,13 +17,14 @@ import pytest
 import robot.loop as loop
 from robot.camera import CameraError
 from robot.judge import align_orientation, observed_rollout
-from robot.loop import ClosedLoopConfig, InstructionTask, run_loop
+from robot.loop import run_loop
+from robot.loop_records import ClosedLoopConfig, InstructionTask
 from robot.simworld import SimWorld
 from simpact.cli import main
 from simpact.core.actions import Plan
 from simpact.core.rotations import quat_about_z, quat_mul, tilt_angle
 from simpact.tasks import load_task
-from simpact.vlm import VLM, VLMAnswer
+from tests.vlm_doubles import ScriptedVLM
 
 TASK = "non_toppling_push"
 
@@ -275,23 +276,20 @@ def test_a_franka_run_moves_the_robot_through_every_stage(tmp_path: Path, fresh_
     assert width == pytest.approx(capture["gripper_width"], abs=0.003)
 
 
-class PushingVLM(VLM):
+class PushingVLM(ScriptedVLM):
     """Answers each request of the push task the way a careful VLM would, reading the numbers from the
     prompt: which cluster is which object, a push plan from the scene context, and verdicts from the
     carton's final x against the blue box's."""
 
-    name = "scripted"
-
     def __init__(self) -> None:
-        self.roles: list[str] = []
+        super().__init__(default=self.answer)
 
     @staticmethod
     def _json_after(text: str, key: str) -> Any:
         return json.JSONDecoder().raw_decode(text, text.index(key) + len(key))[0]
 
-    def generate(self, parts: Any, schema: Any = None, *, temperature: Any = None, role: Any = None) -> Any:
+    def answer(self, parts: Any, role: Any) -> Any:
         text = "\n".join(p for p in parts if isinstance(p, str))
-        self.roles.append(str(role))
         answer: Any = {}
         if role.startswith("assign_labels"):
             block = text.split("## Clusters")[1].split("## Output")[0]
@@ -330,7 +328,7 @@ class PushingVLM(VLM):
                 "reason": f"carton at x = {x:.3f} m, line at {line:.3f} m",
                 "success": abs(x - line) <= 0.02,
             }
-        return VLMAnswer.from_text(json.dumps(answer), model="scripted", backend="scripted")
+        return answer
 
 
 def test_an_instruction_without_a_task_is_planned_and_judged_by_the_vlm(tmp_path: Path) -> None:
