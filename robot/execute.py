@@ -10,6 +10,9 @@ What ``waypoint_errors_m`` measures, one value per subsampled waypoint: the dist
 position to the nearest tool position measured while the robot moved (sampled every few milliseconds); for
 the last waypoint of each action it is the distance once the robot has stopped there. Before the first
 motion the plan must have passed validation and still hash to the validated value.
+
+One module (about 520 lines) for running a plan and a plan file (``simpact robot execute``): both share the
+refusals and the result record.
 """
 
 from __future__ import annotations
@@ -114,20 +117,10 @@ def _round(values: Any, digits: int = 6) -> Any:
     return np.round(np.asarray(values, dtype=float), digits).tolist()
 
 
-def execute_plan(
-    robot: RobotBase,
-    validation: Validation,
-    options: ExecutionOptions = ExecutionOptions(),
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Run the validated plan on the connected ``robot``; returns the result (see the module docstring).
-
-    Raises ``PlanRefused`` before any motion (the validation failed, the plan no longer hashes to the
-    validated value, a setting is outside the limits, the robot is not where ``from_current`` needs it) and
-    ``ExecutionError`` (with the action it happened at and the partial result) when the robot stops.
-    """
-    say = progress or (lambda _msg: None)
-    t0 = time.perf_counter()
+def _checked_speed(robot: RobotBase, validation: Validation, options: ExecutionOptions) -> tuple[str, float]:
+    """The validated plan's hash and the peak tool speed to run it at, m/s. Raises ``PlanRefused`` when the
+    plan may not run: it failed or changed since validation, the robot's limits differ, or the speed or
+    ``resume_from`` is outside them."""
     if not validation.ok:
         raise PlanRefused(f"the plan failed validation: {validation.reason}", validation.violations)
     plan = validation.plan
@@ -144,30 +137,41 @@ def execute_plan(
     speed = motion.max_speed if options.speed is None else float(options.speed)
     if not 0 < speed <= limits.max_speed:
         raise PlanRefused(f"speed {speed} m/s is outside (0, max_speed {limits.max_speed}] m/s")
-    start = plan.start_pose
-    assert start is not None  # validation requires it
+    assert plan.start_pose is not None  # validation requires it
     n_actions = len(plan.actions)
     if not 0 <= options.resume_from < n_actions:
         raise PlanRefused(
             f"resume_from {options.resume_from} is not an action of this {n_actions}-action plan"
         )
+    return digest, speed
 
-    wp = expand_plan(plan, start, motion)
+
+@dataclass(frozen=True)
+class _Expanded:
+    """The plan expanded as the simulator expands it: its waypoints, their velocity (m/s) and yaw rate
+    (rad/s) scaled to the run's speed, and each action's last index and slice of the waypoints."""
+
+    wp: Waypoints
+    velocity: np.ndarray
+    yaw_rate: np.ndarray
+    ends: list[int]
+    slices: list[slice]
+
+
+def _expand(validation: Validation, start: StartPose, speed: float) -> _Expanded:
+    motion = validation.motion
+    wp = expand_plan(validation.plan, start, motion)
     scale = speed / motion.max_speed
     velocity = np.gradient(wp.position, wp.dt, axis=0) * scale
     yaw_rate = np.gradient(wp.yaw, wp.dt) * scale
     ends = [int(e) for e in wp.action_end]
     slices = [slice(s, e + 1) for s, e in zip([0, *(e + 1 for e in ends[:-1])], ends)]
+    return _Expanded(wp, velocity, yaw_rate, ends, slices)
 
-    k0 = options.resume_from
-    if k0 == 0:
-        first_pos, first_quat = np.asarray(start.position), np.asarray(start.quaternion)
-        first_width = min(start.gripper_width, robot.specs.gripper_max_width)
-    else:
-        first_pos, first_quat = wp.position[ends[k0 - 1]], wp.quaternion[ends[k0 - 1]]
-        first_width = float(wp.gripper[ends[k0 - 1]])
 
-    result: dict[str, Any] = {
+def _new_result(digest: str, speed: float, options: ExecutionOptions, n_actions: int) -> dict[str, Any]:
+    """The result before anything moved (see the module docstring)."""
+    return {
         "executed": False,
         "plan_sha256": digest,
         "speed_m_s": speed,
@@ -177,7 +181,7 @@ def execute_plan(
             "distance from the commanded tool position to the nearest measured one while moving, or to the "
             "tool at rest for an action's last waypoint"
         ),
-        "resume_from": k0,
+        "resume_from": options.resume_from,
         "start": None,
         "waypoint_errors_m": [],
         "waypoints": [],
@@ -186,6 +190,144 @@ def execute_plan(
         "gripper_widths": [],
         "max_measured_speed_m_s": 0.0,
     }
+
+
+def _go_to_start(
+    robot: RobotBase,
+    first: tuple[np.ndarray, np.ndarray, float],
+    options: ExecutionOptions,
+    speed: float,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Bring the robot to the first pose (position m, quaternion, gripper width m), or with ``from_current``
+    check that it is there; returns the result's ``start`` record."""
+    first_pos, first_quat, first_width = first
+    now_pos, _ = robot.tcp_pose()
+    if options.from_current:
+        gap = float(np.linalg.norm(now_pos - first_pos))
+        if gap > options.start_tolerance:
+            raise PlanRefused(
+                f"the robot is {gap:.4f} m from where the plan starts (more than "
+                f"{options.start_tolerance} m): validate the plan from the current pose again"
+            )
+    else:
+        say(f"moving to the start pose {np.round(first_pos, 3).tolist()}")
+        robot.move_to(first_pos, first_quat, speed)
+    if abs(robot.gripper_width() - first_width) > 0.002:
+        robot.gripper_move(first_width, options.gripper_speed)
+    reached_pos, reached_quat = robot.tcp_pose()
+    return {
+        "commanded": _round(first_pos),
+        "reached": _round(reached_pos),
+        "error_m": round(float(np.linalg.norm(reached_pos - first_pos)), 6),
+        "rotation_error_rad": round(_angle(reached_quat, first_quat), 6),
+        "gripper_width_m": round(robot.gripper_width(), 6),
+    }
+
+
+def _run_gripper(
+    robot: RobotBase, k: int, action_type: str, target: float, options: ExecutionOptions
+) -> dict[str, Any]:
+    """Run the GRASP or RELEASE action ``k`` to the finger width ``target`` (m); returns its record."""
+    before = robot.gripper_width()
+    if action_type == "GRASP" and target < before - 0.001:
+        measured = robot.gripper_grasp(target, options.gripper_speed, options.grasp_force)
+    else:
+        measured = robot.gripper_move(target, options.gripper_speed)
+    return {
+        "action": k,
+        "type": action_type,
+        "commanded_m": round(target, 6),
+        "measured_m": round(measured, 6),
+    }
+
+
+def _run_action(
+    robot: RobotBase,
+    k: int,
+    action_type: str,
+    path: _Expanded,
+    options: ExecutionOptions,
+    speed: float,
+    result: dict[str, Any],
+) -> None:
+    """Run action ``k`` (a gripper command, a hold, or a waypoint motion) and add what was measured to
+    ``result``: each subsampled waypoint's error and the action's end errors."""
+    wp, part, end = path.wp, path.slices[k], path.ends[k]
+    if action_type in GRIPPER_ACTIONS:
+        result["gripper_widths"].append(_run_gripper(robot, k, action_type, float(wp.gripper[end]), options))
+    picks = subsample(wp, part, options.waypoint_spacing, options.yaw_spacing)
+    moving = (
+        np.linalg.norm(wp.position[end] - wp.position[part.start - 1 if part.start else 0]) > 1e-6
+        or abs(wp.yaw[end] - wp.yaw[part.start - 1 if part.start else 0]) > 1e-6
+    )
+    if action_type in GRIPPER_ACTIONS or not moving:
+        picks = np.asarray([end])
+        final_pos, final_quat = robot.tcp_pose()
+        samples = final_pos[None]
+    else:
+        vel = path.velocity[picks].copy()
+        rate = path.yaw_rate[picks].copy()
+        vel[-1] = 0.0
+        rate[-1] = 0.0
+        measured_path = robot.follow(wp.position[picks], wp.quaternion[picks], vel, rate, speed)
+        final_pos, final_quat = measured_path.final_position, measured_path.final_quaternion
+        samples = np.vstack([measured_path.position, final_pos[None]])
+        result["max_measured_speed_m_s"] = max(
+            result["max_measured_speed_m_s"], round(_peak_speed(measured_path), 4)
+        )
+    for j, i in enumerate(picks):
+        commanded = wp.position[i]
+        last = j == len(picks) - 1
+        if last:
+            reached = final_pos
+        else:
+            reached = samples[int(np.argmin(np.linalg.norm(samples - commanded, axis=1)))]
+        error = float(np.linalg.norm(reached - commanded))
+        result["waypoint_errors_m"].append(round(error, 6))
+        result["waypoints"].append(
+            {
+                "action": k,
+                "commanded": _round(commanded),
+                "reached": _round(reached),
+                "error_m": round(error, 6),
+                "at_rest": last,
+            }
+        )
+    result["action_end_errors_m"][k] = round(float(np.linalg.norm(final_pos - wp.position[end])), 6)
+    result["action_end_rotation_errors_rad"][k] = round(_angle(final_quat, wp.quaternion[end]), 6)
+
+
+def execute_plan(
+    robot: RobotBase,
+    validation: Validation,
+    options: ExecutionOptions = ExecutionOptions(),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the validated plan on the connected ``robot``; returns the result (see the module docstring).
+
+    Raises ``PlanRefused`` before any motion (the validation failed, the plan no longer hashes to the
+    validated value, a setting is outside the limits, the robot is not where ``from_current`` needs it) and
+    ``ExecutionError`` (with the action it happened at and the partial result) when the robot stops.
+    """
+    say = progress or (lambda _msg: None)
+    t0 = time.perf_counter()
+    digest, speed = _checked_speed(robot, validation, options)
+    plan = validation.plan
+    start = plan.start_pose
+    assert start is not None  # validation requires it
+    n_actions = len(plan.actions)
+    path = _expand(validation, start, speed)
+    wp, ends = path.wp, path.ends
+
+    k0 = options.resume_from
+    if k0 == 0:
+        first_pos, first_quat = np.asarray(start.position), np.asarray(start.quaternion)
+        first_width = min(start.gripper_width, robot.specs.gripper_max_width)
+    else:
+        first_pos, first_quat = wp.position[ends[k0 - 1]], wp.quaternion[ends[k0 - 1]]
+        first_width = float(wp.gripper[ends[k0 - 1]])
+    result = _new_result(digest, speed, options, n_actions)
 
     def finish() -> dict[str, Any]:
         errors = np.asarray(result["waypoint_errors_m"], dtype=float)
@@ -196,87 +338,11 @@ def execute_plan(
 
     k = k0
     try:
-        now_pos, _ = robot.tcp_pose()
-        if options.from_current:
-            gap = float(np.linalg.norm(now_pos - first_pos))
-            if gap > options.start_tolerance:
-                raise PlanRefused(
-                    f"the robot is {gap:.4f} m from where the plan starts (more than "
-                    f"{options.start_tolerance} m): validate the plan from the current pose again"
-                )
-        else:
-            say(f"moving to the start pose {np.round(first_pos, 3).tolist()}")
-            robot.move_to(first_pos, first_quat, speed)
-        if abs(robot.gripper_width() - first_width) > 0.002:
-            robot.gripper_move(first_width, options.gripper_speed)
-        reached_pos, reached_quat = robot.tcp_pose()
-        result["start"] = {
-            "commanded": _round(first_pos),
-            "reached": _round(reached_pos),
-            "error_m": round(float(np.linalg.norm(reached_pos - first_pos)), 6),
-            "rotation_error_rad": round(_angle(reached_quat, first_quat), 6),
-            "gripper_width_m": round(robot.gripper_width(), 6),
-        }
+        result["start"] = _go_to_start(robot, (first_pos, first_quat, first_width), options, speed, say)
         for k in range(k0, n_actions):
             action = plan.actions[k]
-            part = slices[k]
-            end = ends[k]
             say(f"action {k} ({action})")
-            if action.type in GRIPPER_ACTIONS:
-                target = float(wp.gripper[end])
-                before = robot.gripper_width()
-                if action.type == "GRASP" and target < before - 0.001:
-                    measured = robot.gripper_grasp(target, options.gripper_speed, options.grasp_force)
-                else:
-                    measured = robot.gripper_move(target, options.gripper_speed)
-                result["gripper_widths"].append(
-                    {
-                        "action": k,
-                        "type": action.type,
-                        "commanded_m": round(target, 6),
-                        "measured_m": round(measured, 6),
-                    }
-                )
-            picks = subsample(wp, part, options.waypoint_spacing, options.yaw_spacing)
-            moving = (
-                np.linalg.norm(wp.position[end] - wp.position[part.start - 1 if part.start else 0]) > 1e-6
-                or abs(wp.yaw[end] - wp.yaw[part.start - 1 if part.start else 0]) > 1e-6
-            )
-            if action.type in GRIPPER_ACTIONS or not moving:
-                picks = np.asarray([end])
-                final_pos, final_quat = robot.tcp_pose()
-                samples = final_pos[None]
-            else:
-                vel = velocity[picks].copy()
-                rate = yaw_rate[picks].copy()
-                vel[-1] = 0.0
-                rate[-1] = 0.0
-                measured_path = robot.follow(wp.position[picks], wp.quaternion[picks], vel, rate, speed)
-                final_pos, final_quat = measured_path.final_position, measured_path.final_quaternion
-                samples = np.vstack([measured_path.position, final_pos[None]])
-                result["max_measured_speed_m_s"] = max(
-                    result["max_measured_speed_m_s"], round(_peak_speed(measured_path), 4)
-                )
-            for j, i in enumerate(picks):
-                commanded = wp.position[i]
-                last = j == len(picks) - 1
-                if last:
-                    reached = final_pos
-                else:
-                    reached = samples[int(np.argmin(np.linalg.norm(samples - commanded, axis=1)))]
-                error = float(np.linalg.norm(reached - commanded))
-                result["waypoint_errors_m"].append(round(error, 6))
-                result["waypoints"].append(
-                    {
-                        "action": k,
-                        "commanded": _round(commanded),
-                        "reached": _round(reached),
-                        "error_m": round(error, 6),
-                        "at_rest": last,
-                    }
-                )
-            result["action_end_errors_m"][k] = round(float(np.linalg.norm(final_pos - wp.position[end])), 6)
-            result["action_end_rotation_errors_rad"][k] = round(_angle(final_quat, wp.quaternion[end]), 6)
+            _run_action(robot, k, action.type, path, options, speed, result)
     except RobotError as exc:
         if result["start"] is None:
             raise ExecutionError(exc, None, "moving to the start pose", finish()) from exc
