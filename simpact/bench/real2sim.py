@@ -44,10 +44,9 @@ from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import quat_to_matrix
 from simpact.tasks import list_tasks, load_task
-from solvers.mujoco.playback import render_frame
 from solvers.mujoco.render import CameraSpec
 from solvers.mujoco.scene_builder import object_mesh
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import make_world
 
 __all__ = [
     "TARGETS",
@@ -164,8 +163,8 @@ def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
     task = load_task(task_name)
     scene = task.scene(seed)
     raw = task.raw.get("camera")
-    world = MujocoWorld(scene, camera=None if raw is None else CameraSpec.from_dict(raw))
-    return task, scene, render_frame(world)
+    world = make_world(scene, camera=None if raw is None else CameraSpec.from_dict(raw))
+    return task, scene, world.render()
 
 
 def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[str, Any]:

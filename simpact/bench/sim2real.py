@@ -1,7 +1,7 @@
 """``simpact bench sim2real``: how often the planner's predicted outcome matches the executed one, without
 hardware.
 
-Per (task, seed) episode the planner works in the nominal scene (:class:`solvers.mujoco.world.MujocoWorld`)
+Per (task, seed) episode the planner works in the nominal scene (a :class:`solvers.world.World`)
 and the plans are then executed in a stand-in real world, :class:`robot.sim2real.PerturbedWorld` (the same
 scene with seeded mass, friction, pose, servo-gain, time-step and solver differences; see
 :mod:`robot.sim2real`). The plans of an episode:
@@ -45,7 +45,7 @@ from simpact.core.vocab import OFFLINE_METHODS
 from simpact.planner.audit import artifact_free
 from simpact.planner.offline import plan_offline
 from simpact.tasks import load_task
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import make_world
 
 __all__ = ["KINDS", "Sim2RealEpisode", "Sim2RealProgress", "format_table", "run_episode", "run_sim2real"]
 
@@ -91,15 +91,14 @@ def run_episode(episode: Sim2RealEpisode) -> dict[str, Any]:
     task = load_task(episode.task)
     seed = episode.seed
     scene = task.scene(seed)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     candidates: list[tuple[str, str, Any, Any]] = []  # kind, source, plan, predicted evaluation
     reference = world.rollout(task.reference_plan(scene, world.start_pose(), seed), tail_s=task.tail_s)
     candidates.append(("reference", "reference", reference.plan, task.evaluate(reference, scene, seed)))
-    planner_world: Any = world  # MujocoWorld.rollouts takes more options than the planner's protocol names
     planned = plan_offline(
         task,
         scene,
-        planner_world,
+        world,
         seed,
         method=episode.method,
         budget_s=episode.budget_s,

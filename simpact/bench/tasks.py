@@ -30,7 +30,7 @@ from simpact.planner.loop import LoopConfig
 from simpact.planner.session import plan_task
 from simpact.tasks import load_task
 from simpact.vlm.settings import build_vlm
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import make_world
 
 __all__ = ["TaskEpisode", "episode_settings", "format_table", "run_episode", "run_tasks"]
 
@@ -58,7 +58,7 @@ def run_episode(episode: TaskEpisode) -> dict[str, Any]:
     t0 = time.perf_counter()
     task = load_task(episode.task)
     scene = task.scene(episode.seed)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     if episode.planner == "reference":
         record = _reference_record(task, scene, world, episode.seed)
     else:

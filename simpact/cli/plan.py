@@ -19,7 +19,7 @@ from simpact.planner.report import write_report
 from simpact.planner.rerun_log import log_session
 from simpact.planner.session import PlanningError, plan_task
 from simpact.tasks import load_task
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import make_world
 
 __all__ = ["add_parsers", "cmd_plan"]
 
@@ -39,7 +39,7 @@ def cmd_plan(args: argparse.Namespace) -> None:
     scene = task.scene(args.seed)
     if getattr(args, "frame", None):
         scene = task_scene_from_frame(task, args.frame, Path(args.out) / "real2sim", vlm=vlm)
-    world = MujocoWorld(scene)
+    world = make_world(scene)
     t0 = time.perf_counter()
     planner = args.method if vlm is None else "vlm"
     result = plan_task(task, scene, world, args.seed, planner, vlm, config, _progress)

@@ -17,9 +17,8 @@ from simpact.core.frame import write_frame_bundle
 from simpact.core.jsonio import write_json
 from simpact.core.scene import Scene
 from simpact.tasks import Task, list_tasks, load_task
-from solvers.mujoco.playback import render_frame, write_rollout_video
 from solvers.mujoco.render import CameraSpec
-from solvers.mujoco.world import MujocoWorld
+from solvers.world import World, make_world
 
 __all__ = ["add_parsers"]
 
@@ -38,10 +37,10 @@ def _camera(task: Task, path: str | None) -> CameraSpec | None:
         raise UsageError(f"{source}: {exc}") from None
 
 
-def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Task, Scene, MujocoWorld]:
+def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Task, Scene, World]:
     task = load_task(task_name)
     scene = task.scene(seed)
-    return task, scene, MujocoWorld(scene, camera=_camera(task, camera))
+    return task, scene, make_world(scene, camera=_camera(task, camera))
 
 
 def cmd_tasks(args: argparse.Namespace) -> None:
@@ -66,7 +65,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         print(
             f"rendering {out / 'rollout.mp4'} ({rollout.trace.time[-1]:.1f} s of simulation) ...", flush=True
         )
-        video = write_rollout_video(world, rollout.trace, out / "rollout.mp4").name
+        video = world.write_video(rollout.trace, out / "rollout.mp4").name
     result = {
         "task": task.name,
         "instruction": task.instruction,
@@ -82,7 +81,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
         "plan": "plan.json",
         "video": video,
         "ik_residual_max_m": round(rollout.ik_residual_max, 6),
-        "sim_time_s": round(rollout.nsteps * world.options.timestep, 4),
+        "sim_time_s": round(rollout.final.time - rollout.initial.time, 4),
         "rollout_wall_s": round(rollout.wall_s, 4),
         "wall_s": round(time.perf_counter() - t0, 4),
     }
@@ -102,7 +101,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
 
 def cmd_render(args: argparse.Namespace) -> None:
     task, _, world = _world(args.task, args.seed, args.camera)
-    frame = render_frame(world)
+    frame = world.render()
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
     out = write_frame_bundle(frame, args.out)
     print(

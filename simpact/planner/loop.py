@@ -252,7 +252,7 @@ def plan_with_vlm(
     config: LoopConfig = LoopConfig(),
     progress: Progress | None = None,
 ) -> PlanResult:
-    """Run Algorithm 1 on ``world`` (a :class:`~solvers.mujoco.world.MujocoWorld` of ``scene``); never raises
+    """Run Algorithm 1 on ``world`` (a :class:`~solvers.world.World` of ``scene``); never raises
     on a bad answer or a failed query. ``PlanResult.iterations`` counts rounds: the sample round plus each
     optimize round."""
     t0 = time.perf_counter()
