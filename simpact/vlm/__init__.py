@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from PIL import Image
 
 from simpact.core.errors import SimpactError
 
@@ -124,8 +125,6 @@ class ImagePart:
         if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] not in (3, 4) or 0 in arr.shape:
             raise ValueError(f"an image must be a uint8 array (H, W, 3), got {arr.dtype} {arr.shape}")
         arr = np.ascontiguousarray(arr)
-        from PIL import Image
-
         buf = io.BytesIO()
         Image.fromarray(arr).save(buf, format="PNG")
         digest = hashlib.sha256(repr(arr.shape).encode() + arr.tobytes()).hexdigest()
