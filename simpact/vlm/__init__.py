@@ -10,7 +10,8 @@ Back-ends are registered by name and imported only when asked for (``get_vlm``):
 
 A request is a list of parts: text strings and images (numpy ``uint8`` arrays ``(H, W, 3)`` or encoded
 PNG/JPEG bytes). Parsing and validating an answer lives in :mod:`simpact.vlm.answers`; prompt templates in
-:mod:`simpact.vlm.prompts`. API keys stay inside the back-end: they never appear in answers, logs or errors.
+:mod:`simpact.vlm.prompts`; asking with validation and one repair round in :mod:`simpact.vlm.ask`. API keys
+stay inside the back-end: they never appear in answers, logs or errors.
 """
 
 from __future__ import annotations
