@@ -71,6 +71,25 @@ def _lint_imports() -> str:
     return found
 
 
+def _layer_modules() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (layers,) = [c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    return [name.strip() for layer in layers for name in layer.replace("|", ":").split(":")]
+
+
+def test_every_module_sits_in_a_layer():
+    """A new module outside every layer would escape the contract: each one is in (or under) a layer."""
+    layers = _layer_modules()
+    modules = [
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path.name != "__init__.py" or path.parent.name not in PACKAGES
+    ]
+    outside = [m for m in modules if not any(m == layer or m.startswith(layer + ".") for layer in layers)]
+    assert outside == [], f"add these modules to a layer in pyproject.toml: {outside}"
+
+
 def test_import_contracts_hold():
     done = subprocess.run([_lint_imports(), "--no-cache"], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
