@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.spatial.transform import Rotation
 
 __all__ = [
     "invert_transform",
@@ -66,7 +67,6 @@ def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def quat_to_matrix(q: ArrayLike) -> np.ndarray:
     """Rotation matrices (..., 3, 3) of quaternions (..., 4), normalised first."""
-    from scipy.spatial.transform import Rotation
 
     wxyz = np.asarray(q, dtype=float)
     return np.asarray(Rotation.from_quat(wxyz[..., [1, 2, 3, 0]]).as_matrix())
@@ -74,7 +74,6 @@ def quat_to_matrix(q: ArrayLike) -> np.ndarray:
 
 def matrix_to_quat(R: ArrayLike) -> np.ndarray:
     """Unit quaternions (..., 4) with w >= 0 of rotation matrices (..., 3, 3)."""
-    from scipy.spatial.transform import Rotation
 
     q = np.asarray(Rotation.from_matrix(np.asarray(R, dtype=float)).as_quat())[..., [3, 0, 1, 2]]
     return np.where(q[..., :1] < 0, -q, q)
@@ -137,14 +136,12 @@ def invert_transform(T: np.ndarray) -> np.ndarray:
 
 def rotation_log(R: ArrayLike) -> np.ndarray:
     """The rotation vector (axis times angle, rad) of a rotation matrix (3x3)."""
-    from scipy.spatial.transform import Rotation
 
     return np.asarray(Rotation.from_matrix(R).as_rotvec())
 
 
 def rotation_exp(rotvec: ArrayLike) -> np.ndarray:
     """The rotation matrix (3x3) of a rotation vector (axis times angle, rad)."""
-    from scipy.spatial.transform import Rotation
 
     return np.asarray(Rotation.from_rotvec(rotvec).as_matrix())
 
