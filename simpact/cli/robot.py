@@ -23,18 +23,12 @@ from typing import Any, Literal
 
 from real2sim.labels import LabelError, parse_labels
 from robot.base import PlanRefused, RobotBase, RobotError
-from robot.calibration import (
-    MODES,
-    VIEWS_FILE,
-    CalibrationError,
-    collect_with_franka,
-    load_board_spec,
-    load_T_base_cam,
-    solve_from_dir,
-)
+from robot.calibration import VIEWS_FILE, collect_with_franka, load_T_base_cam, solve_from_dir
 from robot.camera import Camera, open_camera
+from robot.charuco import CalibrationError, load_board_spec
 from robot.execute import ExecutionRequest, prepare_execution, run_execution
 from robot.franka import FrankaRobot
+from robot.handeye import MODES
 from robot.loop import run_loop
 from robot.loop_records import PLANNERS, ClosedLoopConfig, InstructionTask, Oracle
 from robot.safety import SafetyLimits

@@ -14,20 +14,16 @@ from scipy.spatial.transform import Rotation
 
 from robot.calibration import (
     VIEWS_FILE,
-    CalibrationError,
-    CharucoBoardSpec,
-    calibrate_views,
     calibration_poses,
     collect_views,
     collect_with_robot,
-    detect_board,
     load_T_base_cam,
     read_extrinsics,
-    render_board,
     solve_from_dir,
-    solve_hand_eye,
     write_extrinsics,
 )
+from robot.charuco import CalibrationError, CharucoBoardSpec, detect_board, render_board
+from robot.handeye import calibrate_views, solve_hand_eye
 from simpact.core.frame import Frame
 
 K = np.array([[615.0, 0.0, 319.5], [0.0, 615.0, 239.5], [0.0, 0.0, 1.0]])  # D435i colour at 640x480
