@@ -375,23 +375,10 @@ def run_real2sim(
     return result
 
 
-def assemble(
-    frame: Frame,
-    perception: Any,
-    labels: Labels,
-    *,
-    vlm: Any = None,
-    instruction: str | None = None,
-    config: Real2SimConfig = Real2SimConfig(),
-    out: str | Path | None = None,
-    timings: dict[str, float] | None = None,
-    task_kinds: Mapping[str, str] | None = None,
-) -> Real2SimResult:
-    """The stages after perception: parameters, particles, placement, Scene, settle run, files.
-    ``task_kinds``: solvers a task config sets per object name (source ``task``; ``config.kinds`` wins)."""
-    timings = timings if timings is not None else {}
-    task_kinds = dict(task_kinds or {})
-    warnings = list(labels.warnings) + [str(w) for w in getattr(perception, "warnings", [])]
+def _named_geometries(
+    perception: Any, labels: Labels, warnings: list[str]
+) -> tuple[list[ObjectGeometry], list[str]]:
+    """The reconstructed objects and their scene names; a label not found becomes a warning."""
     geometries: list[ObjectGeometry] = list(perception.objects)
     if not geometries:
         found = ", ".join(labels.labels) if labels.labels else "anything standing on the table"
@@ -402,9 +389,14 @@ def assemble(
     names = [labels.name_of(g.label) if labels.labels else object_name(g.label) for g in geometries]
     if len(set(names)) != len(names):
         raise Real2SimError(f"two reconstructed objects share a name: {names}")
-    masks = {s.label: s.mask for s in getattr(perception, "segments", [])}
+    return geometries, names
 
-    table = perception.table
+
+def _world_frame(
+    table: Any, geometries: list[ObjectGeometry]
+) -> tuple[list[ObjectGeometry], np.ndarray, dict[str, Any]]:
+    """The objects in the world frame, ``T_world_cam`` (4x4, m) and the record of how the frame was chosen:
+    the robot base (calibrated) or the table frame turned to face a robot (uncalibrated)."""
     T_world_cam = np.asarray(table.T_world_cam, dtype=float)
     frame_info: dict[str, Any] = {"world_frame": table.world_frame}
     if table.world_frame != "T_base_cam":
@@ -422,6 +414,81 @@ def assemble(
     # The table top is world z = 0 already (real2sim.table); with calibration, p_base = p_world + (0, 0, h).
     frame_info["table_height_m"] = float(getattr(table, "table_height_m", 0.0))
     frame_info["T_world_cam"] = np.round(T_world_cam, 9).tolist()
+    return geometries, T_world_cam, frame_info
+
+
+def _particles_and_placement(
+    names: list[str],
+    geometries: list[ObjectGeometry],
+    physics: Any,
+    config: Real2SimConfig,
+    warnings: list[str],
+    timings: dict[str, float],
+) -> tuple[dict[str, Particles], dict[str, dict[str, Any]]]:
+    """Particles for the deformables (their mass follows from density × particle volume) and the placement of
+    the rigid objects (``geometries`` updated in place); returns the particles and the placement record."""
+    t = time.perf_counter()
+    particles: dict[str, Particles] = {}
+    for n, g in zip(names, geometries):
+        p = physics.parameters[n]
+        if p.kind == "rigid":
+            continue
+        particles[n] = fill_particles(np.asarray(g.points_world), config.particle_spacing_m)
+        if p.density_kg_m3 is not None:
+            p.mass_kg = float(p.density_kg_m3 * particles[n].volume_m3)
+    timings["particles"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    rigid = [i for i, n in enumerate(names) if physics.parameters[n].kind == "rigid"]
+    placed, placement, place_warnings = place_objects(
+        [geometries[i] for i in rigid], [names[i] for i in rigid]
+    )
+    for i, g in zip(rigid, placed):
+        geometries[i] = g
+    warnings.extend(place_warnings)
+    timings["placement"] = time.perf_counter() - t
+    return particles, placement
+
+
+def _simulate(result: Real2SimResult, frame: Frame, T_world_cam: np.ndarray, config: Real2SimConfig) -> None:
+    """The scene's world (rendering with the frame's camera) and its settle run, into ``result``."""
+    timings, warnings = result.timings_s, result.warnings
+    t = time.perf_counter()
+    camera = CameraSpec(width=frame.width, height=frame.height, K=frame.K, T_base_cam=T_world_cam)
+    result.world = make_world(result.scene, camera=camera)
+    timings["world"] = time.perf_counter() - t
+    if config.settle_s > 0:
+        t = time.perf_counter()
+        result.settle = settle_check(result.world, config.settle_s)
+        timings["settle"] = time.perf_counter() - t
+        if not result.settle.clean:
+            warnings.append(
+                f"settle run: {len(result.settle.artifacts)} artifact(s), deepest initial overlap "
+                f"{result.settle.max_overlap * 1000:.1f} mm"
+            )
+
+
+def assemble(
+    frame: Frame,
+    perception: Any,
+    labels: Labels,
+    *,
+    vlm: Any = None,
+    instruction: str | None = None,
+    config: Real2SimConfig = Real2SimConfig(),
+    out: str | Path | None = None,
+    timings: dict[str, float] | None = None,
+    task_kinds: Mapping[str, str] | None = None,
+) -> Real2SimResult:
+    """The stages after perception: parameters, particles, placement, Scene, settle run, files.
+    ``task_kinds``: solvers a task config sets per object name (source ``task``; ``config.kinds`` wins)."""
+    timings = timings if timings is not None else {}
+    task_kinds = dict(task_kinds or {})
+    warnings = list(labels.warnings) + [str(w) for w in getattr(perception, "warnings", [])]
+    geometries, names = _named_geometries(perception, labels, warnings)
+    masks = {s.label: s.mask for s in getattr(perception, "segments", [])}
+    table = perception.table
+    geometries, T_world_cam, frame_info = _world_frame(table, geometries)
 
     # Physical parameters.
     t = time.perf_counter()
@@ -438,29 +505,7 @@ def assemble(
     )
     warnings.extend(physics.warnings)
     timings["physics"] = time.perf_counter() - t
-
-    # Particles for deformables (their mass follows from density × particle volume).
-    t = time.perf_counter()
-    particles: dict[str, Particles] = {}
-    for n, g in zip(names, geometries):
-        p = physics.parameters[n]
-        if p.kind == "rigid":
-            continue
-        particles[n] = fill_particles(np.asarray(g.points_world), config.particle_spacing_m)
-        if p.density_kg_m3 is not None:
-            p.mass_kg = float(p.density_kg_m3 * particles[n].volume_m3)
-    timings["particles"] = time.perf_counter() - t
-
-    # Placement of the rigid objects.
-    t = time.perf_counter()
-    rigid = [i for i, n in enumerate(names) if physics.parameters[n].kind == "rigid"]
-    placed, placement, place_warnings = place_objects(
-        [geometries[i] for i in rigid], [names[i] for i in rigid]
-    )
-    for i, g in zip(rigid, placed):
-        geometries[i] = g
-    warnings.extend(place_warnings)
-    timings["placement"] = time.perf_counter() - t
+    particles, placement = _particles_and_placement(names, geometries, physics, config, warnings, timings)
 
     result = Real2SimResult(
         scene=None,
@@ -485,21 +530,8 @@ def assemble(
     t = time.perf_counter()
     result.scene, result.objects = _scene(result, names, frame, masks, out_dir)
     timings["scene"] = time.perf_counter() - t
-
     if result.scene.objects:
-        t = time.perf_counter()
-        camera = CameraSpec(width=frame.width, height=frame.height, K=frame.K, T_base_cam=T_world_cam)
-        result.world = make_world(result.scene, camera=camera)
-        timings["world"] = time.perf_counter() - t
-        if config.settle_s > 0:
-            t = time.perf_counter()
-            result.settle = settle_check(result.world, config.settle_s)
-            timings["settle"] = time.perf_counter() - t
-            if not result.settle.clean:
-                warnings.append(
-                    f"settle run: {len(result.settle.artifacts)} artifact(s), deepest initial overlap "
-                    f"{result.settle.max_overlap * 1000:.1f} mm"
-                )
+        _simulate(result, frame, T_world_cam, config)
     if out_dir is not None:
         write_outputs(result, frame, masks, out_dir, config)
     return result
