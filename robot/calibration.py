@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from PIL import Image
 
 from robot.camera import RealSenseCamera
 from robot.charuco import CalibrationError, CharucoBoardSpec, rigid_transform
@@ -169,7 +170,6 @@ def collect_views(
     it; ``camera`` is a :class:`robot.camera.Camera`. Writes ``view_NNN.png`` and ``views.json`` (the format
     :func:`solve_from_dir` reads), rewriting ``views.json`` after every view so that an interrupted
     collection keeps what it recorded."""
-    from PIL import Image
 
     if mode not in MODES:
         raise CalibrationError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -260,7 +260,6 @@ def solve_from_dir(
 
     ``views.json``: ``{"mode": "eye_to_hand", "board": {CharucoBoardSpec fields}, "K": 3x3, "distortion":
     [k1, k2, p1, p2, k3] or null, "views": [{"image": "view_000.png", "T_base_ee": 4x4}, ...]}``."""
-    from PIL import Image
 
     root = Path(directory)
     index_path = root / VIEWS_FILE

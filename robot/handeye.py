@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from robot.charuco import BoardObservation, CalibrationError, CharucoBoardSpec, detect_board, rigid_transform
 from simpact.core.rotations import (
@@ -169,7 +170,6 @@ def _refine(
     K: np.ndarray | None,
     distortion: np.ndarray | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    from scipy.optimize import least_squares
 
     if observations is not None and K is not None:
         import cv2
