@@ -318,7 +318,9 @@ def rerun(
     lead_s: float = 0.1,
 ) -> RerunResult:
     """Replay ``recording`` with ``change`` applied from step 0, or from ``lead_s`` before its first flagged
-    artifact (prefix verified bit for bit); detect artifacts in the rerun and score it by the task's check."""
+    artifact (prefix verified bit for bit); detect artifacts in the rerun and score it by the task's check.
+
+    Long (about 95 lines): one straight sequence (load, rebuild, verify the prefix, switch, detect, score)."""
     t0 = time.perf_counter()
     rec = recording if isinstance(recording, Recording) else load_recording(recording)
     change = Change.parse(change) if isinstance(change, str) else change
