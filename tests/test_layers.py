@@ -7,10 +7,10 @@ import ast
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("simpact", "solvers", "real2sim", "robot")
@@ -58,7 +58,9 @@ def test_imports_inside_functions_are_only_the_heavy_optional_packages():
 
 
 def test_the_function_import_scan_sees_nested_imports():
-    tree = ast.parse("import os\ndef f():\n    import cv2\n    def g():\n        from simpact.core import scene\n")
+    tree = ast.parse(
+        "import os\ndef f():\n    import cv2\n    def g():\n        from simpact.core import scene\n"
+    )
     assert _function_imports(tree) == [(3, "cv2"), (5, "simpact.core.scene")]
     assert _is_lazy("google.genai.types", ["google.genai"]) and not _is_lazy("google", ["google.genai"])
 
