@@ -1,7 +1,8 @@
 """The table plane and the world frame it defines.
 
-:func:`fit_table` finds the support plane by seeded RANSAC (open3d) on a subsampled point cloud, refines it
-by least squares on its inliers and returns a :class:`~real2sim.types.TablePlane`.
+:func:`fit_table` finds the support plane by seeded RANSAC (numpy: the same plane in every run) on a
+subsampled point cloud, refines it by least squares on its inliers and returns a
+:class:`~real2sim.types.TablePlane`.
 
 World frame (``TablePlane.T_world_cam``), table top always at world z = 0:
 
@@ -43,6 +44,30 @@ def heights_above_table(table: TablePlane, points_cam: np.ndarray) -> np.ndarray
     return np.asarray(points_cam @ table.normal_cam + table.offset_m)
 
 
+RANSAC_ITERATIONS = 300
+"""Planes hypothesised per RANSAC round (each from three sampled points)."""
+
+
+def ransac_plane(
+    points: np.ndarray, threshold_m: float, iterations: int, rng: np.random.Generator
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """The plane ``n · p + d = 0`` (unit ``n``) through three of ``points`` (N, 3) with the most points within
+    ``threshold_m`` (m), and those points' indices. Seeded and vectorised, so a frame gives the same plane in
+    every run (open3d's ``segment_plane`` samples in parallel threads and does not)."""
+    triples = points[rng.integers(0, len(points), size=(iterations, 3))]
+    normals = np.cross(triples[:, 1] - triples[:, 0], triples[:, 2] - triples[:, 0])
+    lengths = np.linalg.norm(normals, axis=1)
+    ok = lengths > 1e-12
+    normals = normals[ok] / lengths[ok, None]
+    offsets = -np.einsum("ij,ij->i", normals, triples[ok, 0])
+    counts = np.zeros(len(normals), dtype=np.int64)
+    for start in range(0, len(points), 4096):  # (chunk, planes) distances, bounded memory
+        counts += (np.abs(points[start : start + 4096] @ normals.T + offsets) < threshold_m).sum(axis=0)
+    best = int(np.argmax(counts))
+    n, d = normals[best], float(offsets[best])
+    return n, d, np.flatnonzero(np.abs(points @ n + d) < threshold_m)
+
+
 def fit_table(
     frame: Frame,
     *,
@@ -60,8 +85,6 @@ def fit_table(
     the camera wins (a floor seen around a small table is farther). Pixels within ``distance_threshold_m``
     (m) of the refined plane are its inliers.
     """
-    import open3d as o3d
-
     stride = max(1, int(np.ceil(np.sqrt(frame.depth.size / (4 * max_points)))))
     pts, valid = camera_points(frame, stride)
     cloud = pts[valid]
@@ -78,18 +101,12 @@ def fit_table(
         up_cam = np.array([0.0, -1.0, 0.0])
         cos_min = np.cos(np.deg2rad(80.0))
 
-    o3d.utility.random.seed(seed)
     remaining = cloud
     candidates: list[tuple[np.ndarray, float, int]] = []
     for _ in range(4):
         if len(remaining) < 200:
             break
-        pcd = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(remaining))
-        model, idx = pcd.segment_plane(distance_threshold_m, 3, 300)
-        n = np.asarray(model[:3], dtype=np.float64)
-        d = float(model[3])
-        norm = float(np.linalg.norm(n))
-        n, d = n / norm, d / norm
+        n, d, idx = ransac_plane(remaining, distance_threshold_m, RANSAC_ITERATIONS, rng)
         if d < 0:  # orient the normal towards the camera (the camera origin is on the positive side)
             n, d = -n, -d
         if float(n @ up_cam) >= cos_min:
