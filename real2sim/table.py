@@ -44,7 +44,7 @@ def heights_above_table(table: TablePlane, points_cam: np.ndarray) -> np.ndarray
     return np.asarray(points_cam @ table.normal_cam + table.offset_m)
 
 
-RANSAC_ITERATIONS = 300
+RANSAC_ITERATIONS = 1000
 """Planes hypothesised per RANSAC round (each from three sampled points)."""
 
 
