@@ -14,13 +14,15 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 import argparse  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from typing import Any, Protocol  # noqa: E402
 
 from simpact import __version__  # noqa: E402
 from simpact.cli import audit, bench, plan, real2sim, robot, rollout  # noqa: E402
-from simpact.core.errors import EXIT_BAD_INPUT, SimpactError  # noqa: E402
+from simpact.core.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SimpactError  # noqa: E402
 
 __all__ = ["build_parser", "main"]
 
@@ -44,15 +46,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one verb; the exit status is :mod:`simpact.core.errors`' table (0, 2, 3, 4, 130)."""
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], None] = args.func
-    try:
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt) if main_thread else None
+    try:  # SIGTERM ends a run like Ctrl-C: what finished stays on disk
         func(args)
+    except KeyboardInterrupt:
+        out = getattr(args, "out", None)
+        where = f"; what finished is in {out}" if out else ""
+        print(f"simpact {args.verb}: interrupted{where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except SimpactError as exc:
         print(f"simpact {args.verb}: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except FileNotFoundError as exc:
         print(f"simpact {args.verb}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return 0
