@@ -18,13 +18,19 @@ forces). Everything else is done once per chunk (default 250 steps), vectorised 
 The recorder only reads ``mjData``: monitoring on or off gives bit-identical trajectories. Any exception in
 the monitor (including user hooks) is caught, counted and logged; the physics step always happens.
 
-Size: about 575 lines, kept whole because the per-step capture and the per-chunk vectorised reduction share
+Nothing recorded is lost: recording to a folder, each complete chunk is followed by a checkpoint
+(``resume.npz``: the full integration state after the chunk's last step, the recorder's carried rows) and the
+manifest (``status: recording``); :meth:`Recorder.abort` after Ctrl-C marks it ``interrupted`` and
+:meth:`Recorder.restore` continues it bit for bit like an uninterrupted recording.
+
+Size: about 680 lines, kept whole because the per-step capture and the per-chunk vectorised reduction share
 the recorder's buffers (split them and each half would reach into the other's state).
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,7 +42,17 @@ import mujoco
 import numpy as np
 
 from simpact.guard.detector import Thresholds
-from simpact.guard.store import Manifest, Recording, write_chunk, write_manifest
+from simpact.guard.store import (
+    CHECKPOINT,
+    Manifest,
+    Recording,
+    RecordingError,
+    read_checkpoint,
+    read_chunk,
+    read_manifest,
+    write_chunk,
+    write_manifest,
+)
 from solvers.mujoco.robot import ROBOT_PREFIX
 from solvers.mujoco.world import mujoco_access
 from solvers.world import World
@@ -69,6 +85,8 @@ _MAX_LOGGED = 10
 
 Hook = Callable[["Recorder"], None]
 """Called after each recorded step (``recorder.nsteps`` already counts it); must not write the state."""
+Extras = Callable[[], Mapping[str, np.ndarray]]
+"""Arrays a caller needs to continue an interrupted recording (kept in each checkpoint as ``extra.NAME``)."""
 
 
 def state_layout(model: mujoco.MjModel, spec: int = _INTEGRATION) -> dict[str, tuple[int, int]]:
@@ -263,6 +281,7 @@ class Recorder:
         model_hash: str | None = None,
         meta: Mapping[str, Any] | None = None,
         background_write: bool = True,
+        checkpoint_extras: Extras | None = None,
     ) -> None:
         if chunk_steps < 1 or snapshot_every < 1:
             raise ValueError("chunk_steps and snapshot_every must be >= 1")
@@ -294,6 +313,7 @@ class Recorder:
             actuation_fields=[f for f in ACTUATION_FIELDS if f in self.layout],
             write_fields=list(self._post_layout),
             meta=dict(meta or {}),
+            status="recording",
         )
         self._act_fields = [(f, *self.layout[f]) for f in self.manifest.actuation_fields if self.layout[f][1]]
         self._act_offsets = np.array([o for _, o, _ in self._act_fields], dtype=np.intp)
@@ -319,6 +339,12 @@ class Recorder:
         self._carry_pre: np.ndarray | None = None
         self._carry_post: np.ndarray | None = None
         self._chunks: list[dict[str, np.ndarray]] = []
+        self._nchunks = 0
+        self._extras = checkpoint_extras
+        self._saved: dict[str, Any] | None = None
+        """The manifest of the last checkpoint (on disk once the writes are done)."""
+        self.resumed_extras: dict[str, np.ndarray] = {}
+        """The ``checkpoint_extras`` of the checkpoint :meth:`restore` continued from."""
         self.background_write = background_write
         self._writer: ThreadPoolExecutor | None = None
         self._pending: list[Future[int]] = []
@@ -424,28 +450,51 @@ class Recorder:
             if n == 0:
                 return
             chunk = self._process(n)
-            name = f"chunk_{len(self._chunks):05d}.npz"
+            name = f"chunk_{self._nchunks:05d}.npz"
+            self._nchunks += 1
             self._chunks.append(chunk)
-            if self.out is not None:
-                self._write(self.out / name, chunk)
-                self.manifest.chunks.append(name)
             self._carry_pre = self._pre[n - 1].copy()
             self._carry_post = self._post[n - 1].copy() if self._have_post else None
+            if self.out is not None:
+                self.manifest.chunks.append(name)
+                self._write(name, chunk)
         except Exception as exc:
             self._fail(exc, "while storing a chunk")
         finally:
             self._row = 0
             self._contacts.clear()
 
-    def _write(self, path: Path, chunk: dict[str, np.ndarray]) -> None:
-        """Compress and write a chunk, in a background thread unless ``background_write`` is off (zlib
-        releases the GIL, so compression overlaps the stepping)."""
+    def _checkpoint(self) -> dict[str, np.ndarray]:
+        """What continuing after the last buffered step needs: the full integration state now, the rows the
+        next chunk compares with, the error count and the caller's extras."""
+        state = np.empty(self._pre.shape[1])
+        mujoco.mj_getState(self.model, self.data, state, _INTEGRATION)
+        assert self._carry_pre is not None
+        ck = {
+            "next_step": np.array(self.nsteps, dtype=np.int64),
+            "state": state,
+            "carry_pre": self._carry_pre,
+            "carry_post": np.zeros(0) if self._carry_post is None else self._carry_post,
+            "have_post": np.array(self._have_post),
+            "errors": np.array(self.errors, dtype=np.int64),
+        }
+        if self._extras is not None:
+            ck.update({f"extra.{k}": np.asarray(v) for k, v in self._extras().items()})
+        return ck
+
+    def _write(self, name: str, chunk: dict[str, np.ndarray]) -> None:
+        """Compress and write a chunk, then its checkpoint and the manifest listing it, in a background thread
+        unless ``background_write`` is off (zlib releases the GIL, so compression overlaps the stepping)."""
+        assert self.out is not None
+        self._finish_manifest()
+        self._saved = self.manifest.to_dict()
+        job = functools.partial(_store, self.out, name, chunk, self._checkpoint(), self._saved)
         if not self.background_write:
-            self.bytes_written += write_chunk(path, chunk)
+            self.bytes_written += job()
             return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="simuguard-writer")
-        self._pending.append(self._writer.submit(write_chunk, path, chunk))
+        self._pending.append(self._writer.submit(job))
 
     def _wait_writes(self) -> None:
         for future in self._pending:
@@ -556,13 +605,60 @@ class Recorder:
         return Recording.from_chunks(self.manifest, chunks)
 
     def close(self) -> Recording:
-        """Store the partial chunk and the manifest (when recording to ``out``); return the recording."""
+        """Store the partial chunk and the manifest (``status: done``, when recording to ``out``); return the
+        recording."""
         self._flush()
         self._wait_writes()
         self._finish_manifest()
+        self.manifest.status = "done"
         if self.out is not None:
             write_manifest(self.out, self.manifest)
+            (self.out / CHECKPOINT).unlink(missing_ok=True)
         return Recording.from_chunks(self.manifest, self._chunks)
+
+    def abort(self) -> Manifest:
+        """After an interruption (Ctrl-C, SIGTERM): finish the writes under way and mark the recording in
+        ``out`` ``interrupted``, with its complete chunks and the checkpoint to continue from; the steps of
+        the unfinished chunk are dropped (a resumed recording takes them again). Returns that manifest."""
+        self._wait_writes()
+        if self._saved is None:
+            self._finish_manifest()
+            self._saved = {**self.manifest.to_dict(), "nsteps": 0, "chunks": []}
+        saved = {**self._saved, "status": "interrupted"}
+        if self.out is not None:
+            write_manifest(self.out, saved)
+        return Manifest.from_dict(saved)
+
+    def restore(self) -> int:
+        """Continue the unfinished recording in ``out`` (made by a recorder like this one, on the same
+        model): load its complete chunks, set ``data`` to the state after the last of them and the recorder
+        to what it carried then. Returns the next physics step (0 when no chunk was complete)."""
+        assert self.out is not None, "restore needs the recording folder (out)"
+        saved = read_manifest(self.out)
+        if saved.status == "done":
+            raise RecordingError(f"{self.out}: the recording is complete; nothing to resume")
+        self._finish_manifest()
+        if saved.model_hash and saved.model_hash != self._hash:
+            raise RecordingError(f"{self.out}: recorded from another model (hash differs); cannot resume")
+        if saved.meta.get("source") != self.manifest.meta.get("source") or saved.chunk_steps != self._size:
+            raise RecordingError(f"{self.out}: recorded from another source or chunk size; cannot resume")
+        if not saved.chunks:
+            return 0
+        ck = read_checkpoint(self.out)
+        chunks = [read_chunk(self.out / name) for name in saved.chunks]
+        nsteps = int(ck["next_step"])
+        if nsteps != saved.nsteps or sum(len(c["time"]) for c in chunks) != nsteps:
+            raise RecordingError(f"{self.out}: the checkpoint and the chunks disagree; cannot resume")
+        mujoco.mj_setState(self.model, self.data, np.ascontiguousarray(ck["state"]), _INTEGRATION)
+        self._chunks, self._nchunks, self.nsteps = chunks, len(chunks), nsteps
+        self.manifest.chunks = list(saved.chunks)
+        self.errors = int(ck["errors"])
+        self._carry_pre = ck["carry_pre"]
+        self._carry_post = ck["carry_post"] if ck["carry_post"].size else None
+        self._have_post = bool(ck["have_post"])
+        self._saved = {**saved.to_dict(), "status": "recording"}
+        self.resumed_extras = {k.removeprefix("extra."): v for k, v in ck.items() if k.startswith("extra.")}
+        return nsteps
 
     def _finish_manifest(self) -> None:
         if self._hash is None:
@@ -574,5 +670,23 @@ class Recorder:
     def __enter__(self) -> Recorder:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            self.abort()
+        else:
+            self.close()
+
+
+def _store(
+    out: Path,
+    name: str,
+    chunk: dict[str, np.ndarray],
+    checkpoint: dict[str, np.ndarray],
+    manifest: dict[str, Any],
+) -> int:
+    """Write a chunk, then the checkpoint after it, then the manifest listing it (each atomically): a folder
+    always holds a valid recording of its listed chunks. Returns the chunk's size, bytes."""
+    size = write_chunk(out / name, chunk)
+    write_chunk(out / CHECKPOINT, checkpoint)
+    write_manifest(out, manifest)
+    return size

@@ -212,12 +212,28 @@ def task_outcome(
 
 
 # --- recording with a source ------------------------------------------------------------------------------
+def _record(recorder: Recorder, ctrl: np.ndarray, resume: bool) -> None:
+    """Step ``ctrl`` through ``recorder``, from the step the interrupted recording in its folder reached when
+    ``resume``; after Ctrl-C (or SIGTERM) the recording is marked interrupted before the interrupt goes on."""
+    start = recorder.restore() if resume else 0
+    try:
+        recorder.run(ctrl[start:])
+    except KeyboardInterrupt:
+        recorder.abort()
+        raise
+
+
 def record_task_rollout(
-    task_name: str, seed: int = 0, plan: Any = None, out: str | Path | None = None, **recorder_kw: Any
+    task_name: str,
+    seed: int = 0,
+    plan: Any = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    **recorder_kw: Any,
 ) -> Recording:
     """Record a task's rollout of ``plan`` (default: the task's reference plan) exactly as
     the World's ``rollout`` steps it, with a ``task`` scene source and the task's verdict
-    (``meta["outcome"]``: success, score)."""
+    (``meta["outcome"]``: success, score). ``resume`` continues the interrupted recording in ``out``."""
     task = load_task(task_name)
     scene = task.scene(seed)
     world = make_world(scene)
@@ -238,11 +254,24 @@ def record_task_rollout(
     collector = Collector()
     meta = {"source": source, **recorder_kw.pop("meta", {})}
     recorder = Recorder.for_world(
-        world, data, out=out, seed=seed, meta=meta, hooks=[collector], **recorder_kw
+        world,
+        data,
+        out=out,
+        seed=seed,
+        meta=meta,
+        hooks=[collector],
+        checkpoint_extras=lambda: {"collector": np.array(collector.rows)},
+        **recorder_kw,
     )
-    recorder.run(ctrl)
-    built = Built(mj.model, data, world, task, scene)
-    evaluation = task_outcome(built, source, collector, ctrl)
+    _record(recorder, ctrl, resume)
+    if resume:
+        collector.rows[:0] = list(recorder.resumed_extras.get("collector", ()))
+    try:
+        built = Built(mj.model, data, world, task, scene)
+        evaluation = task_outcome(built, source, collector, ctrl)
+    except KeyboardInterrupt:
+        recorder.abort()
+        raise
     recorder.manifest.meta["outcome"] = {"success": evaluation.success, "score": evaluation.score}
     return recorder.close()
 
@@ -253,10 +282,12 @@ def record_mjcf(
     out: str | Path | None = None,
     robot_prefix: str | Sequence[str] | None = None,
     ctrl: np.ndarray | None = None,
+    resume: bool = False,
     **recorder_kw: Any,
 ) -> Recording:
     """Record ``steps`` physics steps of an MJCF scene from its first keyframe (if any) with zero control,
-    or with ``ctrl`` (N, nu) (then ``steps`` defaults to N; shorter ``ctrl`` holds its last row)."""
+    or with ``ctrl`` (N, nu) (then ``steps`` defaults to N; shorter ``ctrl`` holds its last row).
+    ``resume`` continues the interrupted recording in ``out``."""
     path = Path(path).resolve()
     if not path.is_file():
         raise ReplayError(f"scene file {path} not found")
@@ -275,7 +306,7 @@ def record_mjcf(
     source = {"kind": "mjcf", "path": str(path), "sha256": _sha256(path), "keyframe": keyframe}
     meta = {"source": source, **recorder_kw.pop("meta", {})}
     recorder = Recorder(model, data, robot_prefix=robot_prefix, out=out, meta=meta, **recorder_kw)
-    recorder.run(ctrl)
+    _record(recorder, ctrl, resume)
     return recorder.close()
 
 
@@ -514,7 +545,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         result = replay(args[0])
-    except (ReplayError, FileNotFoundError) as exc:
+    except (SimpactError, FileNotFoundError) as exc:
         print(f"replay: error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(result.to_dict()))

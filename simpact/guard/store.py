@@ -3,19 +3,29 @@
 
 Layout of a recording folder::
 
-    manifest.json        bodies and roles, masses, timestep, thresholds, model hash, seed, step count, ...
+    manifest.json        bodies and roles, masses, timestep, thresholds, model hash, seed, step count, status
     chunk_00000.npz      steps [0, chunk_steps)
     chunk_00001.npz      ...
+    resume.npz           while recording or after an interruption: the state to continue from (see below)
 
 Each chunk holds the per-step arrays of its rows, the contacts of its rows (CSR: ``contact_start``), and the
 sparse logs (actuation changes, state written between steps, full-state snapshots) whose steps fall in it.
 Chunks are plain ``.npz`` files (``numpy.load`` reads them) written with fast deflate.
+
+Every file is written atomically (temporary file, then rename). While a recorder writes to a folder, each
+complete chunk is followed by ``resume.npz`` (the full integration state after its last step and the
+recorder's carried rows) and by ``manifest.json`` listing the chunks so far with ``status: recording``; an
+interruption leaves ``status: interrupted`` and a finished recording ``status: done`` (``resume.npz``
+removed). A partial recording is a valid recording of its complete chunks.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import threading
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -23,19 +33,36 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
+from simpact.core.jsonio import atomic_write_text
+
 __all__ = [
+    "CHECKPOINT",
+    "MANIFEST",
+    "STATUSES",
     "Manifest",
+    "RecordingError",
     "Recording",
     "SparseLog",
     "load_recording",
+    "read_checkpoint",
     "read_chunk",
+    "read_manifest",
     "save_recording",
     "write_chunk",
     "write_manifest",
 ]
 
 MANIFEST = "manifest.json"
+CHECKPOINT = "resume.npz"
 FORMAT_VERSION = 1
+STATUSES = ("recording", "interrupted", "done")
+"""A recording folder's ``status``: being written, stopped early (resumable), complete."""
+
+
+class RecordingError(SimpactError, ValueError):
+    """A recording folder that cannot be read (missing, truncated or corrupt files): one line, exit 2."""
+
 
 SparseLog = tuple[np.ndarray, np.ndarray]
 """(steps (j,), values (j, size)): a value recorded at the start of each listed step."""
@@ -76,6 +103,8 @@ class Manifest:
     meta: dict[str, Any] = field(default_factory=dict)
     """Free-form context (task, plan, scene file, ...)."""
     version: int = FORMAT_VERSION
+    status: str = "done"
+    """One of :data:`STATUSES`; recordings made before it existed are complete."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,24 +250,58 @@ class Recording:
 def write_chunk(path: str | Path, arrays: Mapping[str, np.ndarray], level: int = 1) -> int:
     """Write ``arrays`` as a deflate-compressed ``.npz`` (``level`` 1: fast); returns its size, bytes."""
     path = Path(path)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
-        for name, array in arrays.items():
-            with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
+            for name, array in arrays.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.asanyarray(array), allow_pickle=False)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path.stat().st_size
 
 
 def read_chunk(path: str | Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as npz:
-        return {k: npz[k] for k in npz.files}
+    """The arrays of one ``.npz`` chunk; a missing, truncated or corrupt file is a :class:`RecordingError`."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+        raise RecordingError(f"{path}: truncated or corrupt ({reason})") from None
 
 
-def write_manifest(directory: str | Path, manifest: Manifest) -> Path:
-    path = Path(directory) / MANIFEST
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=1))
-    tmp.replace(path)
-    return path
+def write_manifest(directory: str | Path, manifest: Manifest | Mapping[str, Any]) -> Path:
+    """Write ``manifest`` (or its dict) as ``directory/manifest.json``, atomically."""
+    raw = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
+    return atomic_write_text(Path(directory) / MANIFEST, json.dumps(raw, indent=1))
+
+
+def read_manifest(directory: str | Path) -> Manifest:
+    """The manifest of recording folder ``directory``; a :class:`RecordingError` when absent or unreadable."""
+    directory = Path(directory)
+    path = directory / MANIFEST
+    if not directory.is_dir():
+        raise RecordingError(f"{directory}: no such recording folder")
+    if not path.is_file():
+        raise RecordingError(f"{directory} is not a SimuGuard recording (no {MANIFEST})")
+    try:
+        raw = json.loads(path.read_text())
+        manifest = Manifest.from_dict(raw)
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise RecordingError(f"{path}: unreadable manifest ({exc})") from None
+    if manifest.status not in STATUSES:
+        raise RecordingError(f"{path}: unknown status {manifest.status!r}")
+    return manifest
+
+
+def read_checkpoint(directory: str | Path) -> dict[str, np.ndarray]:
+    """The resume state an unfinished recording left in ``directory`` (:data:`CHECKPOINT`)."""
+    path = Path(directory) / CHECKPOINT
+    if not path.is_file():
+        raise RecordingError(f"{directory}: no {CHECKPOINT} to continue from (no chunk was complete)")
+    return read_chunk(path)
 
 
 def save_recording(recording: Recording, directory: str | Path) -> Path:
@@ -261,9 +324,14 @@ def save_recording(recording: Recording, directory: str | Path) -> Path:
 def load_recording(directory: str | Path) -> Recording:
     """Read a recording folder back into memory."""
     directory = Path(directory)
-    path = directory / MANIFEST
-    if not path.exists():
-        raise FileNotFoundError(f"{directory} is not a SimuGuard recording (no {MANIFEST})")
-    manifest = Manifest.from_dict(json.loads(path.read_text()))
+    manifest = read_manifest(directory)
     chunks = [read_chunk(directory / name) for name in manifest.chunks]
-    return Recording.from_chunks(manifest, chunks)
+    try:
+        recording = Recording.from_chunks(manifest, chunks)
+    except (KeyError, ValueError, IndexError) as exc:
+        raise RecordingError(f"{directory}: inconsistent chunks ({type(exc).__name__}: {exc})") from None
+    if recording.nsteps != manifest.nsteps:
+        raise RecordingError(
+            f"{directory}: the chunks hold {recording.nsteps} steps, the manifest says {manifest.nsteps}"
+        )
+    return recording

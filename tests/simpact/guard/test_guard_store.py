@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from simpact.guard import Recorder, Recording, Thresholds, load_recording, model_hash, save_recording
+from simpact.guard.store import RecordingError
 
 XML = """<mujoco><option timestep="0.002"/><worldbody>
   <geom name="floor" type="plane" size="1 1 0.1"/>
@@ -78,5 +79,5 @@ def test_model_hash_tells_models_apart():
 
 
 def test_loading_a_folder_without_manifest_is_a_clear_error(tmp_path):
-    with pytest.raises(FileNotFoundError, match="not a SimuGuard recording"):
+    with pytest.raises(RecordingError, match="not a SimuGuard recording"):
         load_recording(tmp_path)
