@@ -12,6 +12,14 @@ A request is a list of parts: text strings and images (numpy ``uint8`` arrays ``
 PNG/JPEG bytes). Parsing and validating an answer lives in :mod:`simpact.vlm.answers`; prompt templates in
 :mod:`simpact.vlm.prompts`; asking with validation and one repair round in :mod:`simpact.vlm.ask`. API keys
 stay inside the back-end: they never appear in answers, logs or errors.
+
+Failures: a server that cannot be reached (closed port, unknown host) or refuses the key (HTTP 401/403), or
+an endpoint or model it does not have (404), raises :class:`VLMServiceError` after the first request, with
+the URL and, for a refused key, the variable to set; rate limits (429), server errors (5xx), timeouts and
+dropped connections are retried (``RetryPolicy``; a server's ``Retry-After`` is honoured) and raise
+:class:`VLMServiceError` when the attempts run out; any other refusal (e.g. 400) raises
+:class:`VLMRequestError` for that request alone. A malformed server URL is a :class:`VLMSettingError` when the
+back-end is built.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image
 
-from simpact.core.errors import SimpactError
+from simpact.core.errors import EXIT_SERVICE_FAILED, ServiceError, SimpactError
+from simpact.vlm.urls import parse_retry_after, redact_url, url_problem
 
 __all__ = [
     "ImagePart",
@@ -50,6 +59,8 @@ __all__ = [
     "VLMAnswer",
     "VLMError",
     "VLMRequestError",
+    "VLMServiceError",
+    "VLMSettingError",
     "available_vlms",
     "get_vlm",
     "normalize_parts",
@@ -99,8 +110,35 @@ class VLMRequestError(VLMError):
         self.attempts = attempts
 
 
-class ReplayMissError(VLMError):
-    """The replay back-end has no recorded answer for this request; the message describes the request."""
+class VLMServiceError(VLMRequestError, ServiceError):
+    """The VLM service failed as a whole, not this one request: unreachable, the key refused, no such endpoint
+    or model, or still failing when the retries ran out. Exit status 4; a planner stops on it."""
+
+    exit_code = EXIT_SERVICE_FAILED
+
+
+class VLMSettingError(VLMError):
+    """Settings that do not make a VLM (a malformed server URL, a replay file missing, a record file that
+    exists, a model given without a back-end): exit status 2, before any request."""
+
+
+class ReplayMissError(VLMError, ServiceError):
+    """The replay back-end has no recorded answer for this request; the message describes the request.
+    Exit status 4: the replayed session cannot go on."""
+
+    exit_code = EXIT_SERVICE_FAILED
+
+
+def check_base_url(base_url: str | None, backend: str) -> None:
+    """Raise :class:`VLMSettingError` (one line) when ``base_url`` is given but is not a server URL."""
+    if base_url is None:
+        return
+    problem = url_problem(base_url)
+    if problem:
+        raise VLMSettingError(
+            f"--base-url {redact_url(base_url)!r} for the {backend} VLM is not a server URL: {problem} "
+            "(e.g. http://127.0.0.1:8000/v1)"
+        )
 
 
 # --- request parts ------------------------------------------------------------------------------------------
@@ -263,6 +301,14 @@ class RetryPolicy:
     base_delay_s: float = 2.0
     max_delay_s: float = 60.0
     jitter: float = 0.25
+    max_retry_after_s: float = 300.0
+    """The longest wait a server's ``Retry-After`` may ask for (s); a longer one is cut to this."""
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise VLMSettingError(
+                f"a VLM request needs at least 1 attempt (retries >= 0), got {self.attempts}"
+            )
 
     def delay(self, attempt: int, rng: random.Random) -> float:
         base = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
@@ -286,9 +332,15 @@ class Reply:
 
 
 class RemoteVLM(VLM):
-    """A VLM behind an HTTP API: subclasses send one request (:meth:`_send`) and say which failures are worth
-    retrying (:meth:`_status`); this class times, retries, accounts and keeps the key out of every message.
+    """A VLM behind an HTTP API: subclasses send one request (:meth:`_send`) and classify its failures
+    (:meth:`_status`, :meth:`_unreachable`); this class times, retries, accounts, tells a failed service from
+    a failed request, and keeps the key out of every message.
     """
+
+    default_url: ClassVar[str] = ""
+    """Where the client sends requests when no ``base_url`` is given (for messages)."""
+    key_env_vars: tuple[str, ...] = ()
+    """The environment variables the key is read from (named when the key is refused)."""
 
     def __init__(
         self,
@@ -297,10 +349,13 @@ class RemoteVLM(VLM):
         timeout_s: float = 120.0,
         retry: RetryPolicy | None = None,
         seed: int | None = None,
+        base_url: str | None = None,
     ):
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout_s}")
+        if not timeout_s > 0 or timeout_s == float("inf"):
+            raise VLMSettingError(f"the VLM timeout must be a positive number of seconds, got {timeout_s}")
+        check_base_url(base_url, self.name)
         self.model = model
+        self.base_url = base_url
         self.timeout_s = float(timeout_s)
         self.retry = retry or RetryPolicy()
         self._rng = random.Random(seed)
@@ -315,6 +370,14 @@ class RemoteVLM(VLM):
     @abc.abstractmethod
     def _status(self, exc: Exception) -> tuple[int | None, bool]:
         """The HTTP status of a failure (None for network errors) and whether it is transient."""
+
+    def _unreachable(self, exc: Exception) -> bool:
+        """Whether ``exc`` says the server cannot be reached at all (refused, unknown host, bad URL)."""
+        return False
+
+    def endpoint(self) -> str:
+        """The server URL requests go to, fit to print (any key in it redacted)."""
+        return self._redact(redact_url(self.base_url or self.default_url or "(the client's default)"))
 
     def _redact(self, text: str) -> str:
         for secret in self._secrets:
@@ -340,25 +403,24 @@ class RemoteVLM(VLM):
                 break
             except Exception as exc:  # the client's own errors: classified and redacted below
                 status, transient = self._status(exc)
-                detail = self._redact(f"{type(exc).__name__}: {exc}")
+                unreachable = self._unreachable(exc)
+                detail = _detail(exc, self._redact)
+                asked_wait = _retry_after(exc)
             # Raised outside the handler so the client's exception (which may quote the key) is not chained.
-            code = f"HTTP {status}" if status is not None else "no HTTP response"
-            if not transient or attempt >= self.retry.attempts:
-                raise VLMRequestError(
-                    f"{self.name} request (model {self.model}, role {role or '-'}) failed after "
-                    f"{attempt} attempt(s), {code}: {detail}",
-                    status=status,
-                    attempts=attempt,
-                )
+            self._raise_if_final(status, transient, unreachable, detail, attempt, role)
             wait = self.retry.delay(attempt, self._rng)
+            if asked_wait is not None:
+                wait = min(asked_wait, self.retry.max_retry_after_s)
             log.warning(
-                "%s %s: %s (attempt %d of %d); retrying in %.1f s",
+                "%s %s at %s: %s (attempt %d of %d); retrying in %.1f s%s",
                 self.name,
                 self.model,
-                code,
+                self.endpoint(),
+                f"HTTP {status}" if status is not None else "no HTTP response",
                 attempt,
                 self.retry.attempts,
                 wait,
+                " (the server's Retry-After)" if asked_wait is not None else "",
             )
             time.sleep(wait)
         answer = VLMAnswer.from_text(
@@ -382,6 +444,70 @@ class RemoteVLM(VLM):
             answer.finish_reason,
         )
         return answer
+
+    def _raise_if_final(
+        self,
+        status: int | None,
+        transient: bool,
+        unreachable: bool,
+        detail: str,
+        attempt: int,
+        role: str | None,
+    ) -> None:
+        """Raise the error a failed attempt ends with; return when it is worth another try."""
+        where = f"{self.name} VLM at {self.endpoint()}"
+        if unreachable:
+            raise VLMServiceError(
+                f"{where} cannot be reached ({detail}): check --base-url and that the server is running",
+                status=status,
+                attempts=attempt,
+            )
+        if status in (401, 403):
+            names = " or ".join(self.key_env_vars) or "the key variable"
+            raise VLMServiceError(
+                f"{where} refused the API key, HTTP {status} ({detail}): set {names} to a valid key",
+                status=status,
+                attempts=attempt,
+            )
+        if status == 404:
+            raise VLMServiceError(
+                f"{where} has no such endpoint or model (model {self.model}), HTTP 404 ({detail}): "
+                "check --base-url and --model",
+                status=status,
+                attempts=attempt,
+            )
+        code = f"HTTP {status}" if status is not None else "no HTTP response"
+        if transient and attempt < self.retry.attempts:
+            return
+        cls = VLMServiceError if transient else VLMRequestError
+        raise cls(
+            f"{self.name} request (model {self.model}, role {role or '-'}) to {self.endpoint()} failed after "
+            f"{attempt} attempt(s), {code}: {detail}",
+            status=status,
+            attempts=attempt,
+        )
+
+
+def _detail(exc: BaseException, redact: Callable[[str], str]) -> str:
+    """One line: the error's type and message, and the error it was raised from (say, "Connection refused"
+    behind the client's "Connection error.")."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return " ".join(redact(text).split())
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """The wait (s) a failed response's ``Retry-After`` header asks for, if the client kept the response."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+    except Exception:  # a client's odd header type: no advice
+        return None
+    return parse_retry_after(value if isinstance(value, str) else None)
 
 
 # --- registry -----------------------------------------------------------------------------------------------

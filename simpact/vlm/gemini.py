@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simpact.vlm import ImagePart, MissingKeyError, MissingPackageError, RemoteVLM, Reply, RetryPolicy
+from simpact.vlm.urls import is_connect_failure
 
 __all__ = ["DEFAULT_MODEL", "KEY_ENV_VARS", "GeminiVLM"]
 
@@ -27,6 +28,7 @@ class GeminiVLM(RemoteVLM):
     """
 
     name = "gemini"
+    default_url = "https://generativelanguage.googleapis.com"
 
     def __init__(
         self,
@@ -39,8 +41,9 @@ class GeminiVLM(RemoteVLM):
         max_output_tokens: int | None = None,
         seed: int | None = None,
     ):
-        super().__init__(model, timeout_s=timeout_s, retry=retry, seed=seed)
+        super().__init__(model, timeout_s=timeout_s, retry=retry, seed=seed, base_url=base_url)
         env_vars = (api_key_env,) if isinstance(api_key_env, str) else tuple(api_key_env)
+        self.key_env_vars = env_vars
         key = next((os.environ[v] for v in env_vars if os.environ.get(v)), None)
         if key is None:
             raise MissingKeyError(self.name, env_vars)
@@ -51,9 +54,8 @@ class GeminiVLM(RemoteVLM):
             raise MissingPackageError(self.name, "google-genai") from None
         self._types = types
         self._secrets = (key,)
-        self.base_url = base_url
         self.max_output_tokens = max_output_tokens
-        http = types.HttpOptions(base_url=base_url, timeout=int(self.timeout_s * 1000))
+        http = types.HttpOptions(base_url=base_url, timeout=max(1, int(self.timeout_s * 1000)))
         self._client = genai.Client(api_key=key, vertexai=False, http_options=http)
 
     def describe(self) -> dict[str, Any]:
@@ -105,6 +107,9 @@ class GeminiVLM(RemoteVLM):
         if _is_transport_error(exc):
             return None, True
         return None, False
+
+    def _unreachable(self, exc: Exception) -> bool:
+        return is_connect_failure(exc)
 
 
 def _name(value: Any) -> str | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from simpact.vlm import ImagePart, MissingKeyError, MissingPackageError, RemoteVLM, Reply, RetryPolicy
+from simpact.vlm.urls import is_connect_failure
 
 __all__ = ["DEFAULT_MODEL", "FORMAT_MODES", "OpenAIVLM"]
 
@@ -32,6 +33,7 @@ class OpenAIVLM(RemoteVLM):
     """
 
     name = "openai"
+    default_url = "https://api.openai.com/v1"
 
     def __init__(
         self,
@@ -45,7 +47,8 @@ class OpenAIVLM(RemoteVLM):
         format_mode: str = "json_schema",
         seed: int | None = None,
     ):
-        super().__init__(model, timeout_s=timeout_s, retry=retry, seed=seed)
+        super().__init__(model, timeout_s=timeout_s, retry=retry, seed=seed, base_url=base_url)
+        self.key_env_vars = (api_key_env,)
         if format_mode not in FORMAT_MODES:
             raise ValueError(f"format_mode must be one of {', '.join(FORMAT_MODES)}, got {format_mode!r}")
         key = os.environ.get(api_key_env) or None
@@ -57,7 +60,6 @@ class OpenAIVLM(RemoteVLM):
             raise MissingPackageError(self.name, "openai") from None
         self._openai = openai
         self._secrets = (key,) if key else ()
-        self.base_url = base_url
         self.max_tokens = max_tokens
         self.format_mode = format_mode
         self._client = openai.OpenAI(
@@ -133,3 +135,11 @@ class OpenAIVLM(RemoteVLM):
         if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
             return None, True
         return None, False
+
+    def _unreachable(self, exc: Exception) -> bool:
+        openai = self._openai
+        return (
+            isinstance(exc, openai.APIConnectionError)
+            and not isinstance(exc, openai.APITimeoutError)
+            and is_connect_failure(exc)
+        )

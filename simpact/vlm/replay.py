@@ -1,23 +1,30 @@
 """Record a session's VLM answers and replay them exactly.
 
-:class:`RecordingVLM` wraps any back-end and appends one JSON line per request to a file (flushed at once, so
-a killed run keeps what it had). :class:`ReplayVLM` reads that file and answers each request with what was
-recorded for it, keyed by a stable hash of the request: its text parts, a digest of each image, the schema,
-the temperature and the caller's ``role``. Identical requests are answered in the order they were recorded;
-a recorded failure is raised again. Images may be ignored in the key (``match_images=False``) when renders
-differ by a bit between machines.
+:class:`RecordingVLM` wraps any back-end and writes one JSON line per request to a file (flushed at once, so
+a killed run keeps what it had). It refuses a file that already holds a recording unless told to append
+(a session appended to an earlier one no longer replays exactly), and a line it cannot write stops the
+session (:class:`RecordingError`) rather than leave a recording with a hole.
+
+:class:`ReplayVLM` reads that file and answers each request with what was recorded for it, keyed by a stable
+hash of the request: its text parts, a digest of each image, the schema, the temperature and the caller's
+``role``. Identical requests are answered in the order they were recorded; a recorded failure is raised
+again. Images may be ignored in the key (``match_images=False``) when renders differ by a bit between
+machines.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from simpact.core.errors import EXIT_SERVICE_FAILED, ServiceError
 from simpact.vlm import (
     VLM,
     ImagePart,
@@ -26,10 +33,21 @@ from simpact.vlm import (
     VLMAnswer,
     VLMError,
     VLMRequestError,
+    VLMServiceError,
+    VLMSettingError,
     normalize_parts,
 )
 
-__all__ = ["RecordingVLM", "ReplayVLM", "request_key", "request_summary"]
+__all__ = [
+    "RecordingError",
+    "RecordingVLM",
+    "ReplayVLM",
+    "check_record_path",
+    "request_key",
+    "request_summary",
+]
+
+log = logging.getLogger(__name__)
 
 _FORMAT = 1
 
@@ -89,15 +107,56 @@ def _describe(
     )
 
 
-class RecordingVLM(VLM):
-    """Pass requests to ``inner`` and append each request with its answer (or error) to ``path`` (JSONL)."""
+class RecordingError(VLMError, ServiceError):
+    """A request's record could not be written: the session stops (exit status 4) so that the recording
+    stays a faithful replay of it."""
 
-    def __init__(self, inner: VLM, path: str | Path):
+    exit_code = EXIT_SERVICE_FAILED
+
+
+def check_record_path(path: str | Path, *, append: bool = False) -> None:
+    """Raise :class:`VLMSettingError` (one line) unless ``path`` can take a recording: not a folder, not an
+    earlier recording (an existing non-empty file) unless ``append``, and writable. Creates nothing."""
+    p = Path(path)
+    if p.is_dir():
+        raise VLMSettingError(f"--record {p}: is a folder; give a file name (e.g. {p / 'vlm.jsonl'})")
+    if p.exists():
+        if p.stat().st_size > 0 and not append:
+            raise VLMSettingError(
+                f"--record {p}: the file exists; pass --append to add to it, or choose a new file "
+                "(a session added to an earlier recording no longer replays exactly)"
+            )
+        if not os.access(p, os.W_OK):
+            raise VLMSettingError(f"--record {p}: the file is not writable")
+        return
+    folder = next((q for q in p.absolute().parents if q.exists()), None)
+    if folder is None or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise VLMSettingError(
+            f"--record {p}: cannot create the file there ({folder} is not a writable folder)"
+        )
+
+
+class RecordingVLM(VLM):
+    """Pass requests to ``inner`` and write each request with its answer (or error) to ``path`` (JSONL).
+
+    ``path`` must be new (or empty) unless ``append``; appending first drops a torn last line that a killed
+    writer may have left, so every line of the file stays a whole record.
+    """
+
+    def __init__(self, inner: VLM, path: str | Path, *, append: bool = False):
+        check_record_path(path, append=append)
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]  # records under the wrapped back-end's name
         self.model = inner.model
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.append = append
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.touch()
+            if append:
+                _drop_torn_line(self.path)
+        except OSError as exc:
+            raise VLMSettingError(f"--record {self.path}: cannot write it ({exc.strerror or exc})") from None
         self._lock = threading.Lock()
 
     def describe(self) -> dict[str, Any]:
@@ -132,10 +191,28 @@ class RecordingVLM(VLM):
         return answer
 
     def _write(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        with self._lock:
+            try:
+                with self.path.open("ab") as f:
+                    f.write(line)
+                    f.flush()
+            except OSError as exc:
+                raise RecordingError(
+                    f"--record {self.path}: cannot write the answer to {record['request'].get('role')!r} "
+                    f"({exc.strerror or exc}); stopping so the recording stays replayable"
+                ) from None
+
+
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line without its newline (a writer killed mid-line) off ``path``."""
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    keep = data.rfind(b"\n") + 1
+    log.warning("--record %s: dropping a torn last line (%d bytes) before appending", path, len(data) - keep)
+    with path.open("r+b") as f:
+        f.truncate(keep)
 
 
 class ReplayVLM(VLM):
@@ -155,13 +232,21 @@ class ReplayVLM(VLM):
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         field = "key" if match_images else "key_text"
-        for n, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise VLMSettingError(f"replay: cannot read {self.path} ({exc})") from None
+        lines = text.splitlines()
+        for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
                 self._records[record[field]].append(record)
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                if n == len(lines) and not text.endswith("\n"):  # a writer killed mid-line: that one is lost
+                    log.warning("replay: %s ends in a torn line (%d); ignoring it", self.path, n)
+                    break
                 raise VLMError(f"replay: {self.path} line {n} is not a recorded request ({exc})") from None
         models = [r["answer"].get("model") for rs in self._records.values() for r in rs if "answer" in r]
         self.model = next((m for m in models if m), "replay")
@@ -202,6 +287,8 @@ class ReplayVLM(VLM):
         if "error" in record:
             err = record["error"]
             message = f"replayed {err.get('type', 'error')}: {err.get('message', '')}"
+            if err.get("type") == "VLMServiceError":
+                raise VLMServiceError(message, status=err.get("status"))
             if err.get("type") == "VLMRequestError":
                 raise VLMRequestError(message, status=err.get("status"))
             raise VLMError(message)

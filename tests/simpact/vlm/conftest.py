@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,14 +23,16 @@ class Recorded:
 
 @dataclass
 class FakeServer:
-    """Answers each request with the next queued (status, JSON body); records every request."""
+    """Answers each request with the next queued (status, JSON body, extra headers); records every request
+    and the time it arrived (``times``, ``time.monotonic()`` s)."""
 
     url: str = ""
     requests: list[Recorded] = field(default_factory=list)
-    queue: list[tuple[int, Any]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    queue: list[tuple[int, Any, dict[str, str]]] = field(default_factory=list)
 
-    def push(self, status: int, body: Any) -> None:
-        self.queue.append((status, body))
+    def push(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self.queue.append((status, body, dict(headers or {})))
 
 
 @pytest.fixture
@@ -48,11 +51,14 @@ def fake_server() -> Iterator[FakeServer]:
                         "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)
                     )
                 )
-                status, body = (
-                    state.queue.pop(0) if state.queue else (500, {"error": {"message": "no reply"}})
+                state.times.append(time.monotonic())
+                status, body, headers = (
+                    state.queue.pop(0) if state.queue else (500, {"error": {"message": "no reply"}}, {})
                 )
             data = json.dumps(body).encode()
             self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -11,7 +11,14 @@ import pytest
 
 pytest.importorskip("google.genai")
 
-from simpact.vlm import MissingKeyError, MissingPackageError, RetryPolicy, VLMRequestError, get_vlm  # noqa: E402
+from simpact.vlm import (  # noqa: E402
+    MissingKeyError,
+    MissingPackageError,
+    RetryPolicy,
+    VLMRequestError,
+    VLMServiceError,
+    get_vlm,
+)
 from simpact.vlm.answers import plan_schema  # noqa: E402
 
 KEY = "gm-test-KEY-0123456789"
@@ -101,7 +108,7 @@ def test_retries_rate_limits_and_server_errors_then_succeeds(vlm, fake_server, c
 def test_gives_up_after_the_last_attempt(vlm, fake_server):
     for _ in range(3):
         fake_server.push(500, error(500, "INTERNAL", "boom"))
-    with pytest.raises(VLMRequestError) as info:
+    with pytest.raises(VLMServiceError) as info:  # a VLMRequestError that stops the session (exit 4)
         vlm.generate("hi")
     assert info.value.status == 500 and info.value.attempts == 3
     assert len(fake_server.requests) == 3
@@ -129,13 +136,13 @@ def test_answer_objects_and_logs_hold_no_key(vlm, fake_server, caplog):
     assert all(KEY not in r.getMessage() for r in caplog.records)
 
 
-def test_network_failure_is_retried_then_reported(monkeypatch):
+def test_a_refused_connection_is_not_retried(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
-    # A port nobody listens on: connection refused, retried, then a typed error.
+    # A port nobody listens on: connection refused, a service error at once (see test_failures.py).
     vlm = get_vlm("gemini", base_url="http://127.0.0.1:9", timeout_s=2, retry=FAST)
-    with pytest.raises(VLMRequestError) as info:
+    with pytest.raises(VLMServiceError) as info:
         vlm.generate("hi")
-    assert info.value.status is None and info.value.attempts == 3
+    assert info.value.status is None and info.value.attempts == 1
 
 
 def test_missing_key_names_the_variables(monkeypatch):
