@@ -11,49 +11,92 @@ from typing import Any
 
 from simpact.core.errors import UsageError
 from simpact.core.jsonio import write_json
+from simpact.core.rundir import RunRecord, prepare_out
 from simpact.guard.detector import detect
-from simpact.guard.episodes import episode_from_result, open_recording, record_episode, scene_to_settle
+from simpact.guard.episodes import (
+    AuditError,
+    episode_from_result,
+    open_recording,
+    record_episode,
+    record_request,
+    resume_request,
+    scene_to_settle,
+)
 from simpact.guard.replay import replay
-from simpact.guard.rerun import rerun
+from simpact.guard.rerun import Change, rerun
 from simpact.guard.score import score
 from simpact.guard.settle import settle_check
+from simpact.guard.store import read_manifest
 
 __all__ = ["add_parsers", "cmd_detect", "cmd_record", "cmd_replay", "cmd_rerun", "cmd_score", "cmd_settle"]
+
+_REQUEST_FLAGS = ("mjcf", "task", "steps", "ctrl", "robot_prefix", "seed", "plan")
 
 
 def _write(directory: str | Path, payload: dict[str, Any]) -> Path:
     return write_json(Path(directory) / "result.json", payload)
 
 
+def _check_recording(path: str) -> None:
+    """A one-line error now, before any output is prepared, when ``path`` holds no readable manifest."""
+    try:
+        read_manifest(path)
+    except ValueError as exc:
+        raise AuditError(f"cannot read the recording: {exc}") from None
+
+
+def _prepare(args: argparse.Namespace, *inputs: str) -> Path | None:
+    """Check ``--out`` (if given) before any work: a file, an unwritable folder, a used folder without
+    ``--overwrite`` or one of the ``inputs`` is refused."""
+    if not args.out:
+        return None
+    out = Path(args.out).resolve()
+    for path in inputs:
+        p = Path(path).resolve()
+        if out == p or out in p.parents:
+            raise UsageError(f"--out {args.out}: is (or holds) the input {path}; choose another folder")
+    return prepare_out(args.out, overwrite=args.overwrite)
+
+
 def cmd_record(args: argparse.Namespace) -> dict[str, Any]:
     t0 = time.perf_counter()
-    rec = record_episode(
-        args.out,
-        mjcf=args.mjcf,
-        task=args.task,
-        steps=args.steps,
-        ctrl=args.ctrl,
-        robot_prefix=args.robot_prefix,
-        seed=args.seed,
-        plan=args.plan,
-    )
-    man = rec.manifest
-    result = {
-        "recording": str(Path(args.out)),
-        "nsteps": man.nsteps,
-        "timestep": man.timestep,
-        "model_hash": man.model_hash,
-        "source": man.meta.get("source"),
-        "outcome": man.meta.get("outcome"),
-        "errors": man.errors,
-        "wall_s": round(time.perf_counter() - t0, 4),
-    }
-    out = _write(args.out, result)
-    print(f"audit record: {man.nsteps} steps ({man.nsteps * man.timestep:.2f} s) -> {out}")
+    given = {k: getattr(args, k) for k in _REQUEST_FLAGS}
+    if args.resume:
+        if args.overwrite:
+            raise UsageError("--overwrite and --resume contradict each other: choose one")
+        request = resume_request(args.out, given)
+    else:
+        request = record_request(**given)
+    out = prepare_out(args.out, overwrite=args.overwrite, resume=args.resume)
+    before = read_manifest(out).nsteps if args.resume else 0
+    with RunRecord.start(out, "audit record", request) as run:
+        try:
+            rec = record_episode(out, request, resume=args.resume)
+        except KeyboardInterrupt:
+            saved = read_manifest(out).nsteps if (out / "manifest.json").is_file() else 0
+            run.update(nsteps=saved, resume=f"simpact audit record --out {out} --resume")
+            raise
+        man = rec.manifest
+        result = {
+            "recording": str(Path(args.out)),
+            "nsteps": man.nsteps,
+            "resumed_from": before if args.resume else None,
+            "timestep": man.timestep,
+            "model_hash": man.model_hash,
+            "source": man.meta.get("source"),
+            "outcome": man.meta.get("outcome"),
+            "errors": man.errors,
+            "wall_s": round(time.perf_counter() - t0, 4),
+        }
+        run.update(**result)
+    resumed = f", resumed at step {before}" if args.resume else ""
+    print(f"audit record: {man.nsteps} steps ({man.nsteps * man.timestep:.2f} s){resumed} -> {run.path}")
     return result
 
 
 def cmd_detect(args: argparse.Namespace) -> dict[str, Any]:
+    _check_recording(args.recording)
+    _prepare(args, args.recording)
     rec = open_recording(args.recording)
     events = detect(rec)
     flagged = [e for e in events if e.flagged]
@@ -75,6 +118,8 @@ def cmd_detect(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_replay(args: argparse.Namespace) -> dict[str, Any]:
+    _check_recording(args.recording)
+    _prepare(args, args.recording)
     res = replay(open_recording(args.recording))
     result = {"recording": str(args.recording), **res.to_dict()}
     where = f" -> {_write(args.out, result)}" if args.out else ""
@@ -87,7 +132,10 @@ def cmd_replay(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_rerun(args: argparse.Namespace) -> dict[str, Any]:
-    res = rerun(open_recording(args.recording), args.set, args.switch_before_artifact)
+    change = Change.parse(args.set)
+    _check_recording(args.recording)
+    _prepare(args, args.recording)
+    res = rerun(open_recording(args.recording), change, args.switch_before_artifact)
     result = {"recording": str(args.recording), **res.to_dict()}
     out = _write(args.out, result)
     outcome = "" if res.success is None else f", success {res.success} (as run {res.original_success})"
@@ -104,6 +152,7 @@ def _pct(x: float | None) -> str:
 
 
 def cmd_score(args: argparse.Namespace) -> dict[str, Any]:
+    _prepare(args, *args.dirs)
     scores = score([episode_from_result(d) for d in args.dirs])
     result = scores.to_dict()
     where = f" -> {_write(args.out, result)}" if args.out else ""
@@ -116,9 +165,12 @@ def cmd_score(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_settle(args: argparse.Namespace) -> dict[str, Any]:
+    if not 0 < args.seconds < float("inf"):
+        raise UsageError(f"--seconds {args.seconds}: must be a positive number")
+    if args.seed < 0:
+        raise UsageError(f"--seed {args.seed}: must be 0 or more")
     scene = scene_to_settle(args.scene, args.task, args.seed)
-    if not args.seconds > 0:
-        raise UsageError("--seconds must be positive")
+    _prepare(args, *([args.scene] if args.scene else []))
     report = settle_check(scene, args.seconds)
     result = report.to_dict()
     path = _write(args.out, result)
@@ -131,6 +183,9 @@ def cmd_settle(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
+_OVERWRITE = "replace what an earlier run left in --out (cleared first)"
+
+
 def _add_record_parser(verbs: Any) -> None:
     p = verbs.add_parser("record", help="record every physics step of an MJCF scene or a task rollout")
     p.add_argument("--mjcf", help="MJCF scene file (starts from its first keyframe, zero control)")
@@ -138,10 +193,20 @@ def _add_record_parser(verbs: Any) -> None:
     p.add_argument("--steps", type=int, help="physics steps (MJCF; default: len(--ctrl) or 500)")
     p.add_argument("--robot-prefix", help="name prefix of robot links (MJCF)")
     p.add_argument("--ctrl", help="CTRL.npy, (N, nu) controls, one row per physics step (MJCF)")
-    p.add_argument("--seed", type=int, default=0, help="task scene seed")
+    p.add_argument("--seed", type=int, help="task scene seed (default 0)")
     p.add_argument("--plan", help="plan JSON file or 'reference' (task; default reference)")
-    p.add_argument("--out", required=True, help="recording directory")
+    p.add_argument("--out", required=True, help="recording folder (refused if it holds a recording)")
+    p.add_argument("--overwrite", action="store_true", help="replace the recording already in --out")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted recording in --out from its last complete chunk (same settings)",
+    )
     p.set_defaults(func=cmd_record)
+
+
+def _recording(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recording", help="recording folder (from 'simpact audit record')")
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -151,24 +216,27 @@ def add_parsers(subparsers: Any) -> None:
     _add_record_parser(verbs)
 
     p = verbs.add_parser("detect", help="detect contact artifacts in a recording")
-    p.add_argument("recording")
-    p.add_argument("--out", required=True)
+    _recording(p)
+    p.add_argument("--out", required=True, help="folder for result.json (the detected events)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
     p.set_defaults(func=cmd_detect)
 
     p = verbs.add_parser("replay", help="replay a recording from step 0 and compare it bit for bit")
-    p.add_argument("recording")
-    p.add_argument("--out")
+    _recording(p)
+    p.add_argument("--out", help="folder for result.json (default: print only)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
     p.set_defaults(func=cmd_replay)
 
     p = verbs.add_parser("rerun", help="replay with one parameter changed")
-    p.add_argument("recording")
+    _recording(p)
     p.add_argument(
         "--set",
         required=True,
         help="PARAM[:BODY]=VALUE; PARAM: mass, iterations, solref, timestep, depenetration, clamp",
     )
     p.add_argument("--switch-before-artifact", action="store_true", help="switch on 0.1 s before it")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="folder for result.json (the rerun's events and outcome)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
     p.set_defaults(func=cmd_rerun)
 
     p = verbs.add_parser("settle", help="leave a scene alone: initial overlaps, artifacts, object motion")
@@ -176,10 +244,12 @@ def add_parsers(subparsers: Any) -> None:
     p.add_argument("--task", help="task name or config file (its scene of --seed)")
     p.add_argument("--seed", type=int, default=0, help="task scene seed")
     p.add_argument("--seconds", type=float, default=1.0, help="time to settle, s")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="folder for result.json (overlaps, artifacts, motion)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
     p.set_defaults(func=cmd_settle)
 
     p = verbs.add_parser("score", help="reported, excluded, replay-estimated success and its range")
     p.add_argument("dirs", nargs="+", help="detect or rerun result directories, one per episode")
-    p.add_argument("--out")
+    p.add_argument("--out", help="folder for result.json (default: print only)")
+    p.add_argument("--overwrite", action="store_true", help=_OVERWRITE)
     p.set_defaults(func=cmd_score)

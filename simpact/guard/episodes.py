@@ -4,8 +4,11 @@ episode's detect/rerun result back, and pick the scene a settle check runs on. B
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,7 +17,7 @@ from simpact.core.errors import SimpactError
 from simpact.core.scene import Scene
 from simpact.guard.replay import record_mjcf, record_task_rollout
 from simpact.guard.score import ScoredEpisode
-from simpact.guard.store import Recording, load_recording
+from simpact.guard.store import Recording, load_recording, read_manifest
 from simpact.tasks import load_task
 
 __all__ = [
@@ -23,6 +26,8 @@ __all__ = [
     "episode_from_result",
     "open_recording",
     "record_episode",
+    "record_request",
+    "resume_request",
     "scene_to_settle",
 ]
 
@@ -35,11 +40,12 @@ class AuditError(SimpactError, ValueError):
 
 
 def open_recording(path: str | Path) -> Recording:
-    """The recording in folder ``path``; one that cannot be read is an :class:`AuditError`."""
+    """The recording in folder ``path``; one that cannot be read (missing, truncated or corrupt chunks) is an
+    :class:`AuditError`."""
     try:
         return load_recording(path)
-    except (FileNotFoundError, OSError, ValueError, KeyError) as exc:
-        raise AuditError(f"{path}: cannot read the recording: {exc}") from None
+    except (OSError, ValueError, KeyError) as exc:
+        raise AuditError(f"cannot read the recording: {exc}") from None
 
 
 def _controls(path: str) -> np.ndarray:
@@ -50,33 +56,96 @@ def _controls(path: str) -> np.ndarray:
         raise AuditError(f"--ctrl {path}: {exc}") from None
 
 
-def record_episode(
-    out: str | Path,
+def _file(flag: str, path: str) -> str:
+    """``path`` resolved, after checking that it is a readable file."""
+    p = Path(path)
+    if not p.is_file():
+        raise AuditError(f"{flag} {path}: {'is a folder, not a file' if p.is_dir() else 'no such file'}")
+    return str(p.resolve())
+
+
+def _sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def record_request(
     *,
     mjcf: str | None = None,
     task: str | None = None,
     steps: int | None = None,
     ctrl: str | None = None,
     robot_prefix: str | None = None,
-    seed: int = 0,
+    seed: int | None = None,
     plan: str | None = None,
-) -> Recording:
-    """Record every physics step into folder ``out``: exactly one of ``mjcf`` (a scene file run from its first
-    keyframe for ``steps`` steps, default the rows of the ``ctrl`` .npy file or :data:`DEFAULT_MJCF_STEPS`,
-    with zero control unless ``ctrl`` is given) or ``task`` (its scene of ``seed`` running ``plan``, a plan
-    JSON file, or its reference plan when ``plan`` is None or ``"reference"``)."""
+) -> dict[str, Any]:
+    """What to record, checked before any work (see :func:`record_episode`), with its files resolved: kept in
+    the manifest (``meta["request"]``) so that ``--resume`` records the same episode."""
     if (mjcf is None) == (task is None):
         raise AuditError("give exactly one of --mjcf FILE or --task TASK")
+    if steps is not None and steps < 1:
+        raise AuditError(f"--steps {steps}: must be at least 1")
+    if seed is not None and seed < 0:
+        raise AuditError(f"--seed {seed}: must be 0 or more")
+    request: dict[str, Any] = {"mjcf": None, "task": task, "steps": steps, "ctrl": None, "ctrl_sha256": None}
+    request |= {"robot_prefix": robot_prefix, "seed": seed, "plan": plan}
     if mjcf is not None:
-        controls = _controls(ctrl) if ctrl else None
+        request["mjcf"] = _file("--mjcf", mjcf)
+        if ctrl is not None:
+            request["ctrl"] = _file("--ctrl", ctrl)
+            request["ctrl_sha256"] = _sha256(request["ctrl"])
+    if plan not in (None, "reference"):
+        assert plan is not None
+        request["plan"] = _file("--plan", plan)
+    return request
+
+
+def resume_request(out: str | Path, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The request of the unfinished recording in ``out``; a setting in ``given`` (flag name -> value, None
+    when not given) that differs from the recorded one is an :class:`AuditError`."""
+    try:
+        manifest = read_manifest(out)
+    except ValueError as exc:
+        raise AuditError(f"--resume: {exc}") from None
+    if manifest.status == "done":
+        raise AuditError(f"--resume: {out} holds a complete recording; nothing to continue")
+    request = manifest.meta.get("request")
+    if not isinstance(request, dict):
+        raise AuditError(f"--resume: {out} was not recorded by 'simpact audit record'; cannot continue it")
+    if any(v is not None for v in given.values()):
+        mine = record_request(
+            **{**{k: request[k] for k in given}, **{k: v for k, v in given.items() if v is not None}}
+        )
+        for key in given:
+            if given[key] is not None and mine[key] != request[key]:
+                raise AuditError(
+                    f"--resume continues {out} as recorded: --{key.replace('_', '-')} {given[key]} differs "
+                    f"from the recorded {request[key]}; leave it out"
+                )
+    if request["ctrl"] and _sha256(request["ctrl"]) != request["ctrl_sha256"]:
+        raise AuditError(f"--resume: --ctrl {request['ctrl']} changed since the recording started")
+    return request
+
+
+def record_episode(out: str | Path, request: Mapping[str, Any], resume: bool = False) -> Recording:
+    """Record every physics step of ``request`` (:func:`record_request`) into folder ``out``: exactly one of
+    ``mjcf`` (a scene file run from its first keyframe for ``steps`` steps, default the rows of the ``ctrl``
+    .npy file or :data:`DEFAULT_MJCF_STEPS`, with zero control unless ``ctrl`` is given) or ``task`` (its
+    scene of ``seed`` running ``plan``, a plan JSON file, or its reference plan when ``plan`` is None or
+    ``"reference"``). ``resume`` continues the interrupted recording in ``out`` without repeating its
+    complete chunks; Ctrl-C leaves a valid partial recording (``status: interrupted``)."""
+    meta = {"request": dict(request)}
+    seed = request["seed"] or 0
+    if request["mjcf"] is not None:
+        controls = _controls(request["ctrl"]) if request["ctrl"] else None
+        steps = request["steps"]
         n = steps if steps is not None else (len(controls) if controls is not None else DEFAULT_MJCF_STEPS)
-        if n < 1:
-            raise AuditError("--steps must be at least 1")
-        prefix = robot_prefix if robot_prefix is not None else ()
-        return record_mjcf(mjcf, n, out, robot_prefix=prefix, ctrl=controls)
-    assert task is not None
+        prefix = request["robot_prefix"] if request["robot_prefix"] is not None else ()
+        return record_mjcf(
+            request["mjcf"], n, out, robot_prefix=prefix, ctrl=controls, resume=resume, meta=meta
+        )
+    plan = request["plan"]
     chosen = None if plan in (None, "reference") else load_plan(plan)
-    return record_task_rollout(task, seed, chosen, out)
+    return record_task_rollout(request["task"], seed, chosen, out, resume=resume, meta=meta)
 
 
 def episode_from_result(directory: str | Path) -> ScoredEpisode:
