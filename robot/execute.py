@@ -38,6 +38,7 @@ from simpact.tasks import TaskError, load_task
 
 __all__ = [
     "ExecutionOptions",
+    "TABLE_ONLY_REFUSAL",
     "ExecutionRequest",
     "execute_plan",
     "load_collision_scene",
@@ -376,15 +377,27 @@ class ExecutionRequest:
     """... or against this scene: a real2sim output folder (or its scene.json), or a Scene file."""
     seed: int = 0
     """Scene seed with ``task``."""
+    table_only: bool = False
+    """Without ``task`` and ``scene``, check collisions against the table only (must be asked for)."""
     recover: bool = False
     """Clear the robot's errors before moving."""
     home: bool = False
     """Move to the home joint configuration before the start pose."""
 
 
-def load_collision_scene(task: str | None, scene: str | None, seed: int = 0) -> tuple[Scene | None, str]:
+TABLE_ONLY_REFUSAL = (
+    "no scene to check collisions against: give --task or --scene (the collision pre-check needs one), "
+    "or --table-only to check against the table alone"
+)
+"""Why a plan is refused without a scene and without ``table_only``."""
+
+
+def load_collision_scene(
+    task: str | None, scene: str | None, seed: int = 0, *, table_only: bool = False
+) -> tuple[Scene | None, str]:
     """The scene to check collisions against (``task``'s at ``seed``, or the ``scene`` file or real2sim
-    folder, or None for the table only) and how it was chosen. Raises :class:`PlanRefused`."""
+    folder, or None for the table only, which ``table_only`` must ask for) and how it was chosen. Raises
+    :class:`PlanRefused`."""
     if task:
         try:
             loaded = load_task(task)
@@ -406,7 +419,9 @@ def load_collision_scene(task: str | None, scene: str | None, seed: int = 0) -> 
             raise PlanRefused(f"scene file {path}: {exc.strerror or exc}") from None
         except (yaml.YAMLError, SceneError, TypeError, ValueError, AttributeError) as exc:
             raise PlanRefused(f"scene file {path}: {exc}") from None
-    return None, "the table only (no --task or --scene)"
+    if not table_only:
+        raise PlanRefused(TABLE_ONLY_REFUSAL)
+    return None, "the table only (--table-only)"
 
 
 def _connected(make_robot: Callable[[SafetyLimits], RobotBase], limits: SafetyLimits) -> RobotBase:
@@ -425,6 +440,8 @@ def _checked_request(request: ExecutionRequest, record: dict[str, Any]) -> tuple
         plan = load_plan(request.plan)
     except PlanError as exc:
         raise PlanRefused(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:  # a folder, an unreadable or binary file
+        raise PlanRefused(f"plan file {request.plan}: cannot read it ({exc})") from None
     digest = plan_sha256(plan)
     record["plan_sha256"] = digest
     if request.expected_sha256 and request.expected_sha256.lower() != digest:
@@ -453,7 +470,9 @@ def prepare_execution(
     ``executed_plan_sha256``) as it goes. Returns the robot (None unless connected) and the validation;
     raises :class:`PlanRefused` (nothing moved, the robot disconnected)."""
     plan, limits = _checked_request(request, record)
-    scene, record["collision_scene"] = load_collision_scene(request.task, request.scene, request.seed)
+    scene, record["collision_scene"] = load_collision_scene(
+        request.task, request.scene, request.seed, table_only=request.table_only
+    )
     robot = None
     try:
         if request.from_current:

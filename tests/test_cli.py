@@ -70,7 +70,7 @@ def test_render_writes_a_frame_bundle_that_loads_back(tmp_path):
     "args, message",
     [
         (["rollout", "no_such_task", "--plan", "reference"], "unknown task 'no_such_task'"),
-        (["rollout", "non_toppling_push", "--plan", "missing.json"], "missing.json does not exist"),
+        (["rollout", "non_toppling_push", "--plan", "missing.json"], "--plan missing.json: no such file"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, args, message):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from robot.sim2real import RealityGap
@@ -19,6 +18,7 @@ from simpact.bench.sim2real import format_table as sim2real_table
 from simpact.bench.tasks import format_table as tasks_table
 from simpact.bench.tasks import run_tasks
 from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
+from simpact.cli.preflight import finite, positive_int, reusable_out
 from simpact.core.errors import UsageError
 from simpact.core.jsonio import write_json
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, OFFLINE_METHODS, VLM_CHOICES
@@ -63,7 +63,7 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
     else:
         vlm_from_args(args, "none")  # --model etc. need --planner vlm
     names = _task_names(args.tasks)
-    out = Path(args.out)
+    out = reusable_out(args.out)
     try:
         result = run_tasks(
             names,
@@ -95,7 +95,7 @@ def cmd_bench_audit(args: argparse.Namespace) -> None:
         label = "artifact" if record["artifact"] else "clean"
         print(f"  {verdict} {record['name']} ({label}): flagged={record['flagged']}", flush=True)
 
-    out = Path(args.out)
+    out = reusable_out(args.out)
     result = run_audit_bench(out, seeds, progress=progress, pictures=args.pictures)
     line = (
         f"bench audit ({len(seeds)} episodes): precision {result['precision']:.3f}, "
@@ -106,8 +106,12 @@ def cmd_bench_audit(args: argparse.Namespace) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> None:
+    positive_int(args.k, "--k")
+    positive_int(args.repeats, "--repeats")
+    load_task(args.task)  # an unknown name fails before any timing
+    folder = reusable_out(args.out)
     result = run_perf(task_name=args.task, k=args.k, repeats=args.repeats)
-    out = write_json(Path(args.out) / "result.json", result)
+    out = write_json(folder / "result.json", result)
     print(
         f"bench perf on {result['task']}: rollout_vs_bare_ratio {result['rollout_vs_bare_ratio']:.2f}, "
         f"parallel_speedup {result['parallel_speedup']:.2f} on {result['threads']} threads -> {out}"
@@ -115,7 +119,12 @@ def cmd_bench(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_real2sim(args: argparse.Namespace) -> None:
-    seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
+    try:
+        seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
+    except ValueError:
+        raise UsageError(f"--seeds {args.seeds!r}: expected comma-separated seeds, e.g. 0,3,5") from None
+    if any(seed < 0 for seed in seeds):
+        raise UsageError(f"--seeds {args.seeds!r}: seeds must be non-negative integers")
     for name in args.tasks or []:
         load_task(name)  # unknown names fail before any work
 
@@ -125,7 +134,7 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
         else:
             print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
 
-    out = Path(args.out)
+    out = reusable_out(args.out)
     result = run_real2sim_bench(
         out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
     )
@@ -138,15 +147,18 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_sim2real(args: argparse.Namespace) -> None:
+    finite(args.gap_scale, "--gap-scale", minimum=0.0)
+    finite(args.budget_s, "--budget-s", positive=True)
+    if args.rejected < 0:
+        raise UsageError(f"--rejected must be >= 0, got {args.rejected}")
     try:
         seeds = parse_seeds(args.seeds)
         gap = RealityGap().scaled(args.gap_scale)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    if args.workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {args.workers}")
+    positive_int(args.workers, "--workers")
     names = _task_names(args.tasks)
-    out = Path(args.out)
+    out = reusable_out(args.out)
     try:
         result = run_sim2real(
             names,
@@ -177,10 +189,10 @@ def cmd_bench_sim2real(args: argparse.Namespace) -> None:
 
 def _add_perf(bench: Any) -> None:
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
-    p.add_argument("--task", default="non_toppling_push")
+    p.add_argument("--task", default="non_toppling_push", help="task to time (default non_toppling_push)")
     p.add_argument("--k", type=int, default=10, help="rollouts in the parallel batch")
     p.add_argument("--repeats", type=int, default=5, help="timing pairs per ratio (median reported)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output directory (result.json)")
     p.set_defaults(func=cmd_bench)
 
 
@@ -218,7 +230,7 @@ def _add_real2sim(bench: Any) -> None:
     p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
     p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
     p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", required=True, help="output directory (a rerun recomputes every frame)")
     p.set_defaults(func=cmd_bench_real2sim)
 
 

@@ -4,6 +4,7 @@ particles, overlays and ``DIR/result.json``, with a one-line summary."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from real2sim.datasets import read_any_frame
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
+from simpact.cli.preflight import finite, new_out
 from simpact.core.errors import UsageError
 from simpact.core.vocab import OBJECT_KINDS, VLM_CHOICES
 from simpact.tasks import load_task
@@ -34,10 +36,9 @@ def _kinds(values: list[str] | None) -> dict[str, str]:
 
 def _config(args: argparse.Namespace) -> Real2SimConfig:
     """The pipeline's settings from the flags (checked: spacing in m > 0, settle time in s >= 0)."""
-    if not args.spacing > 0:
+    if not (args.spacing > 0 and math.isfinite(args.spacing)):
         raise UsageError(f"--spacing must be a positive length in metres, got {args.spacing}")
-    if args.settle_s < 0:
-        raise UsageError(f"--settle-s must be >= 0 s, got {args.settle_s}")
+    finite(args.settle_s, "--settle-s", minimum=0.0)
     return Real2SimConfig(
         segmenter=args.segmenter,
         shape=args.shape,
@@ -54,6 +55,7 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
     vlm = vlm_from_args(args)
     task = load_task(args.task) if args.task else None
     frame = read_any_frame(args.frame)
+    new_out(args.out, args.overwrite)
     result = run_real2sim(
         frame,
         labels=args.labels,
@@ -89,5 +91,6 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--kind", action="append", help="force an object's solver: NAME=rigid|pd|mpm (repeatable)")
     p.add_argument("--settle-s", type=float, default=1.0, help="settle run audited by SimuGuard, s (0: skip)")
     p.add_argument("--no-render", action="store_true", help="skip scene_vs_photo.png (needs OpenGL)")
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True, help="output directory (refused if it holds an earlier run)")
+    p.add_argument("--overwrite", action="store_true", help="clear an --out that holds an earlier run")
     p.set_defaults(func=cmd_real2sim)

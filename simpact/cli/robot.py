@@ -2,12 +2,13 @@
 
 ``add_parsers(verbs)`` adds the ``robot`` verb with its subverbs ``execute``, ``capture``, ``calibrate`` and
 ``run``; each has its ``add_*_parser(sub)`` and ``cmd_*`` function here, the work itself lives in
-:mod:`robot`.
+:mod:`robot`. One module (about 540 lines) for the robot's four verbs: they share the confirmation.
 
-``simpact robot execute --host HOST --plan PLAN.json [--yes] --out DIR`` validates the plan (safety limits,
-then a rollout in simulation checked for collisions), and moves only when confirmed: ``--yes``, or typing
-``yes`` at the prompt; without a terminal and without ``--yes`` it is a dry run. It writes
-``DIR/result.json`` with ``executed``, ``refused`` (the reason, or null), ``waypoint_errors_m``,
+``simpact robot execute --host HOST --plan PLAN.json (--task T | --scene S | --table-only) [--yes] --out DIR``
+validates the plan (safety limits, then a rollout in simulation checked for collisions against the scene; a
+check against the table alone must be asked for with --table-only), and moves only when confirmed:
+``--yes``, or typing ``yes`` at the prompt; without a terminal and without ``--yes`` it is a dry run. It
+writes ``DIR/result.json`` with ``executed``, ``refused`` (the reason, or null), ``waypoint_errors_m``,
 ``gripper_widths`` and the validation. Exit status: 0 when executed or a dry run, 2 when refused or the
 input is bad (nothing moved), 3 when the robot stopped with an error during the plan.
 """
@@ -26,7 +27,7 @@ from robot.base import PlanRefused, RobotBase, RobotError
 from robot.calibration import VIEWS_FILE, collect_with_franka, load_T_base_cam, solve_from_dir
 from robot.camera import Camera, open_camera
 from robot.charuco import CalibrationError, load_board_spec
-from robot.execute import ExecutionRequest, prepare_execution, run_execution
+from robot.execute import TABLE_ONLY_REFUSAL, ExecutionRequest, prepare_execution, run_execution
 from robot.franka import FrankaRobot
 from robot.handeye import MODES
 from robot.loop import run_loop
@@ -35,6 +36,7 @@ from robot.safety import SafetyLimits
 from robot.sim2real import RealityGap
 from robot.simworld import SimWorld
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
+from simpact.cli.preflight import finite, input_dir, input_file, positive_int, reusable_out, seed
 from simpact.core.errors import EXIT_ROBOT_STOPPED, UsageError
 from simpact.core.frame import write_frame_bundle
 from simpact.core.jsonio import write_json
@@ -114,6 +116,11 @@ def add_execute_parser(sub: Any) -> None:
         help="check collisions against this scene: a real2sim output folder (or its scene.json), or a "
         "Scene file (JSON/YAML)",
     )
+    scene.add_argument(
+        "--table-only",
+        action="store_true",
+        help="no scene: check collisions against the table alone (objects on it are not checked)",
+    )
     p.add_argument("--seed", type=int, default=0, help="scene seed with --task (0 = nominal)")
     p.add_argument("--limits", help="safety limits YAML (fields of robot.safety.SafetyLimits)")
     p.add_argument("--speed", type=float, help="peak tool speed, m/s (default: the plan's, 0.15)")
@@ -132,9 +139,25 @@ def add_execute_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_robot_execute)
 
 
+def _check_execute_flags(args: argparse.Namespace) -> Path:
+    """Refuse bad flags before anything is read or connected; the output folder, checked."""
+    if not (args.task or args.scene or args.table_only):
+        raise UsageError(TABLE_ONLY_REFUSAL)
+    seed(args.seed)
+    finite(args.speed, "--speed", positive=True)
+    if args.resume_from < 0:
+        raise UsageError(f"--resume-from must be an action index >= 0, got {args.resume_from}")
+    input_file(args.plan, "--plan")
+    if args.limits:
+        input_file(args.limits, "--limits")
+    if args.scene and not Path(args.scene).exists():
+        raise UsageError(f"--scene {args.scene}: no such file or folder")
+    return reusable_out(args.out)
+
+
 def cmd_robot_execute(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    out = Path(args.out)
+    out = _check_execute_flags(args)
     request = ExecutionRequest(
         plan=str(args.plan),
         limits=args.limits,
@@ -145,6 +168,7 @@ def cmd_robot_execute(args: argparse.Namespace) -> None:
         task=args.task,
         scene=args.scene,
         seed=args.seed,
+        table_only=args.table_only,
         recover=args.recover,
         home=args.home,
     )
@@ -171,6 +195,12 @@ def cmd_robot_execute(args: argparse.Namespace) -> None:
     robot = None
     try:
         robot, validation = prepare_execution(request, make_robot, result)
+        if args.table_only:
+            print(
+                "robot execute: --table-only: collisions were checked against the table alone; objects on "
+                "it were not checked",
+                flush=True,
+            )
         reason = confirm_motion(args, validation.plan, validation.plan_sha256, f"the robot at {args.host}")
         if reason is not None:
             result["dry_run"] = True
@@ -221,6 +251,11 @@ def add_capture_parser(verbs: Any) -> None:
 
 
 def cmd_capture(args: argparse.Namespace) -> None:
+    if args.warmup < 0:
+        raise UsageError(f"--warmup must be >= 0 frames, got {args.warmup}")
+    if args.extrinsics:
+        input_file(args.extrinsics, "--extrinsics")
+    reusable_out(args.out)
     T = None if args.extrinsics is None else load_T_base_cam(args.extrinsics)
     camera = open_camera(
         args.from_bundles,
@@ -270,6 +305,14 @@ def add_calibrate_parser(verbs: Any) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    positive_int(args.views, "--views")
+    seed(args.seed)
+    if args.board:
+        input_file(args.board, "--board")
+    if args.from_dir is not None:
+        input_dir(args.from_dir, "--from-dir")
+    if args.out is not None:
+        reusable_out(args.out)
     if args.from_dir is None:
         if args.out is None:
             raise CalibrationError(
@@ -435,14 +478,26 @@ def _run_settings(
         raise UsageError("--planner vlm needs a VLM: --vlm gemini|openai|replay")
     if judge == "vlm" and vlm is None:
         raise UsageError("--judge vlm needs a VLM: --vlm gemini|openai|replay")
-    if args.gap < 0:
-        raise UsageError(f"--gap must be >= 0, got {args.gap}")
     return config, limits, task, vlm
+
+
+def _check_run_numbers(args: argparse.Namespace) -> None:
+    """Refuse negative seeds, NaN/inf and missing files before the loop's settings are built."""
+    seed(args.seed)
+    finite(args.gap, "--gap", minimum=0.0)
+    finite(args.speed, "--speed", positive=True)
+    finite(args.transit_height, "--transit-height")
+    finite(args.settle_s, "--settle-s", minimum=0.0)
+    for flag, path in (("--limits", args.limits), ("--extrinsics", args.extrinsics)):
+        if path:
+            input_file(path, flag)
 
 
 def cmd_robot_run(args: argparse.Namespace) -> None:
     planner, judge = _check_run_flags(args)
+    _check_run_numbers(args)
     config, limits, task, vlm = _run_settings(args, planner, judge)
+    reusable_out(args.out)
     header: dict[str, Any] = {"planner": planner, "vlm": args.vlm}
     oracle: Oracle | None = None
     camera: Camera

@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from simpact.cli.preflight import input_file, new_out, seed
 from simpact.core.actions import load_plan
 from simpact.core.errors import UsageError
 from simpact.core.frame import write_frame_bundle
@@ -31,9 +31,11 @@ def _camera(task: Task, path: str | None) -> CameraSpec | None:
     default D435i view."""
     source = path or f"task {task.name} camera"
     try:
-        raw = yaml.safe_load(Path(path).read_text()) if path else task.raw.get("camera")
+        raw = yaml.safe_load(input_file(path, "--camera").read_text()) if path else task.raw.get("camera")
+        if raw is not None and not isinstance(raw, dict):
+            raise ValueError(f"expected a mapping of camera fields, got {type(raw).__name__}")
         return None if raw is None else CameraSpec.from_dict(raw)
-    except (OSError, yaml.YAMLError, ValueError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, TypeError) as exc:
         raise UsageError(f"{source}: {exc}") from None
 
 
@@ -50,14 +52,14 @@ def cmd_tasks(args: argparse.Namespace) -> None:
 
 def cmd_rollout(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
-    plan = None if args.plan == "reference" else load_plan(args.plan)
+    seed(args.seed)
+    plan = None if args.plan == "reference" else load_plan(input_file(args.plan, "--plan"))
     task, scene, world = _world(args.task, args.seed)
+    out = new_out(args.out, args.overwrite)
     if plan is None:
         plan = task.reference_plan(scene, world.start_pose(), args.seed)
     rollout = world.rollout(plan, tail_s=task.tail_s)
     evaluation = task.evaluate(rollout, scene, args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     rollout.plan.save(out / "plan.json")
     video = None
     if args.video:
@@ -100,7 +102,9 @@ def cmd_rollout(args: argparse.Namespace) -> None:
 
 
 def cmd_render(args: argparse.Namespace) -> None:
+    seed(args.seed)
     task, _, world = _world(args.task, args.seed, args.camera)
+    new_out(args.out, args.overwrite)
     frame = world.render()
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
     out = write_frame_bundle(frame, args.out)
@@ -121,14 +125,19 @@ def add_parsers(verbs: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument("--video", action="store_true", help="also write rollout.mp4")
-    p.add_argument("--out", required=True, help="output directory")
+    _add_out(p)
     p.set_defaults(func=cmd_rollout)
 
     p = verbs.add_parser("render", help="render a task scene as an RGB-D frame bundle")
-    p.add_argument("task")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("task", help="task name (see `simpact tasks`) or a task config file")
+    p.add_argument("--seed", type=int, default=0, help="scene randomisation seed (0 = nominal)")
     p.add_argument(
         "--camera", help="camera file (YAML/JSON: width, height, K, and T_base_cam or eye + target)"
     )
-    p.add_argument("--out", required=True)
+    _add_out(p, "frame bundle directory to write")
     p.set_defaults(func=cmd_render)
+
+
+def _add_out(p: argparse.ArgumentParser, what: str = "output directory") -> None:
+    p.add_argument("--out", required=True, help=f"{what} (refused if it holds an earlier run)")
+    p.add_argument("--overwrite", action="store_true", help="clear an --out that holds an earlier run")

@@ -31,6 +31,7 @@ from simpact.core.frame import Frame
 from simpact.core.rotations import rigid_transform_problem
 
 __all__ = [
+    "MAX_IMAGE_SIDE",
     "CameraSpec",
     "RenderedFrame",
     "Renderer",
@@ -49,6 +50,10 @@ _PIXEL_PITCH = 2.0**-18
 _CV_TO_MJ = np.diag([1.0, -1.0, -1.0])
 
 _RIGID_ATOL = 1e-6
+
+MAX_IMAGE_SIDE = 8192
+"""Largest image width or height rendered offscreen, pixels: larger framebuffers fail in OpenGL (or exhaust
+memory) with errors that do not name the size."""
 
 
 def _default_K() -> np.ndarray:
@@ -108,6 +113,11 @@ class CameraSpec:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise ValueError(f"CameraSpec.{name} must be a positive integer (pixels), got {value!r}")
+            if value > MAX_IMAGE_SIDE:
+                raise ValueError(
+                    f"CameraSpec.{name} {value} px is larger than {MAX_IMAGE_SIDE} px, the largest image "
+                    "rendered offscreen"
+                )
             object.__setattr__(self, name, int(value))
         K = np.array(self.K, dtype=np.float64)
         if K.shape != (3, 3):
