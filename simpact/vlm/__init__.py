@@ -43,7 +43,7 @@ import numpy as np
 from PIL import Image
 
 from simpact.core.errors import EXIT_SERVICE_FAILED, ServiceError, SimpactError
-from simpact.vlm.urls import parse_retry_after, redact_url, url_problem
+from simpact.vlm.urls import failure_detail, redact_url, retry_after, url_problem
 
 __all__ = [
     "ImagePart",
@@ -404,8 +404,8 @@ class RemoteVLM(VLM):
             except Exception as exc:  # the client's own errors: classified and redacted below
                 status, transient = self._status(exc)
                 unreachable = self._unreachable(exc)
-                detail = _detail(exc, self._redact)
-                asked_wait = _retry_after(exc)
+                detail = failure_detail(exc, self._redact)
+                asked_wait = retry_after(exc)
             # Raised outside the handler so the client's exception (which may quote the key) is not chained.
             self._raise_if_final(status, transient, unreachable, detail, attempt, role)
             wait = self.retry.delay(attempt, self._rng)
@@ -486,28 +486,6 @@ class RemoteVLM(VLM):
             status=status,
             attempts=attempt,
         )
-
-
-def _detail(exc: BaseException, redact: Callable[[str], str]) -> str:
-    """One line: the error's type and message, and the error it was raised from (say, "Connection refused"
-    behind the client's "Connection error.")."""
-    text = f"{type(exc).__name__}: {exc}"
-    cause = exc.__cause__
-    if cause is not None and str(cause) and str(cause) not in text:
-        text += f" ({type(cause).__name__}: {cause})"
-    return " ".join(redact(text).split())
-
-
-def _retry_after(exc: Exception) -> float | None:
-    """The wait (s) a failed response's ``Retry-After`` header asks for, if the client kept the response."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    try:
-        value = headers.get("retry-after")
-    except Exception:  # a client's odd header type: no advice
-        return None
-    return parse_retry_after(value if isinstance(value, str) else None)
 
 
 # --- registry -----------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Small HTTP helpers of the remote back-ends: is a server URL well formed, a URL fit to print (any key in it
-redacted), and how long a ``Retry-After`` header asks a client to wait. Standard library only."""
+redacted), a client failure in one line, did it connect at all, and how long a ``Retry-After`` header asks a
+client to wait. Standard library only."""
 
 from __future__ import annotations
 
@@ -7,9 +8,17 @@ import datetime
 import email.utils
 import math
 import time
+from collections.abc import Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["is_connect_failure", "parse_retry_after", "redact_url", "url_problem"]
+__all__ = [
+    "failure_detail",
+    "is_connect_failure",
+    "parse_retry_after",
+    "redact_url",
+    "retry_after",
+    "url_problem",
+]
 
 _CONNECT_FAILURES = ("ConnectError", "UnsupportedProtocol", "InvalidURL")
 _SECRET_WORDS = ("key", "token", "secret", "password", "auth", "sig")
@@ -84,3 +93,25 @@ def is_connect_failure(exc: BaseException) -> bool:
                 return True
         current = current.__cause__
     return isinstance(exc, ConnectionRefusedError)
+
+
+def failure_detail(exc: BaseException, redact: Callable[[str], str]) -> str:
+    """One line: the error's type and message, and the error it was raised from (say, "Connection refused"
+    behind the client's "Connection error.")."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None and str(cause) and str(cause) not in text:
+        text += f" ({type(cause).__name__}: {cause})"
+    return " ".join(redact(text).split())
+
+
+def retry_after(exc: Exception) -> float | None:
+    """The wait (s) a failed response's ``Retry-After`` header asks for, if the client kept the response."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+    except Exception:  # a client's odd header type: no advice
+        return None
+    return parse_retry_after(value if isinstance(value, str) else None)
