@@ -5,7 +5,9 @@ Every plan starts from the world's initial snapshot (state-locked branching). Th
 concurrently, each its own request (role ``sample/i``); their plans roll out in parallel. A malformed answer
 gets one repair round (role ``<role>/repair``); if it is still unusable, or the VLM fails, the attempt is
 recorded as a :class:`~simpact.planner.records.Failure` and the loop goes on: nothing already rolled out is
-lost. The judge is the VLM's TaskSuccess (``evaluate`` prompt) unless ``judge="task"``; the task's own check
+lost. A :class:`~simpact.core.errors.ServiceError` (the VLM unreachable, authentication refused, a replay
+miss) is not such a failure: it stops the run at once (later queries would fail the same way). The judge is
+the VLM's TaskSuccess (``evaluate`` prompt) unless ``judge="task"``; the task's own check
 is always recorded.
 """
 
@@ -22,6 +24,7 @@ from typing import Any, Literal, TypeVar
 import numpy as np
 
 from simpact.core.actions import Plan
+from simpact.core.errors import ServiceError
 from simpact.core.scene import Scene
 from simpact.planner.audit import artifact_free, audit_and_repair, audit_summary
 from simpact.planner.context import (
@@ -31,7 +34,7 @@ from simpact.planner.context import (
     rollout_context,
     scene_context,
 )
-from simpact.planner.records import Failure, PlanResult, Proposal
+from simpact.planner.records import Failure, PlanHooks, PlanResult, Proposal
 from simpact.tasks import Task
 from simpact.vlm import VLM, VLMAnswer
 from simpact.vlm.answers import PlanAnswer, evaluation_schema, parse_evaluation, parse_plan, plan_schema
@@ -89,8 +92,10 @@ class _Session:
         seed: int,
         config: LoopConfig,
         progress: Progress | None,
+        hooks: PlanHooks | None = None,
     ) -> None:
         self.task, self.scene, self.world, self.vlm, self.config = task, scene, world, vlm, config
+        self.hooks = hooks or PlanHooks()
         self.seed = seed
         self.progress = progress or (lambda line: None)
         self.exchanges: list[dict[str, Any]] = []
@@ -101,8 +106,11 @@ class _Session:
 
     # --- one query with its repair round -----------------------------------------------------------------
     def _record(self, exchange: Exchange) -> None:
+        entry = exchange.to_dict()
         with self._lock:
-            self.exchanges.append(exchange.to_dict())
+            self.exchanges.append(entry)
+            if self.hooks.on_exchange is not None:
+                self.hooks.on_exchange(len(self.exchanges) - 1, entry)
 
     def _ask(
         self,
@@ -112,9 +120,10 @@ class _Session:
         temperature: float | None,
         validate: Callable[[VLMAnswer], V],
     ) -> Asked[V]:
-        """Ask, and once more with the errors if the answer is unusable; any failure of a request (a VLM
-        error, or a back-end bug) is recorded, never raised, so no completed rollout is lost."""
-        return ask(
+        """Ask, and once more with the errors if the answer is unusable; a failure of a request (a VLM
+        error, or a back-end bug) is recorded, never raised, so no completed rollout is lost, except a
+        :class:`ServiceError`, which is recorded and then stops the run."""
+        asked = ask(
             self.vlm,
             parts,
             schema,
@@ -124,6 +133,9 @@ class _Session:
             catch=(Exception,),
             record=self._record,
         )
+        if isinstance(asked.error, ServiceError):
+            raise asked.error
+        return asked
 
     def _parse_plan(self, answer: VLMAnswer) -> PlanAnswer:
         return parse_plan(answer, out_of_range=self.config.out_of_range)
@@ -189,6 +201,12 @@ class _Session:
         return frames
 
     # --- rollouts ----------------------------------------------------------------------------------------
+    def proposed(self, proposals: list[Proposal], proposal: Proposal) -> None:
+        """Append a final ``proposal`` and tell the caller."""
+        proposals.append(proposal)
+        if self.hooks.on_proposal is not None:
+            self.hooks.on_proposal(len(proposals) - 1, proposal)
+
     def roll_out(
         self, items: Sequence[tuple[Plan, dict[str, Any], str]], iteration: int
     ) -> tuple[list[Proposal], list[Failure]]:
@@ -251,12 +269,14 @@ def plan_with_vlm(
     seed: int = 0,
     config: LoopConfig = LoopConfig(),
     progress: Progress | None = None,
+    hooks: PlanHooks | None = None,
 ) -> PlanResult:
     """Run Algorithm 1 on ``world`` (a :class:`~solvers.world.World` of ``scene``); never raises
-    on a bad answer or a failed query. ``PlanResult.iterations`` counts rounds: the sample round plus each
+    on a bad answer or a failed query, but a :class:`ServiceError` stops it. ``hooks`` hears of each
+    proposal and exchange as it is done. ``PlanResult.iterations`` counts rounds: the sample round plus each
     optimize round."""
     t0 = time.perf_counter()
-    session = _Session(task, scene, world, vlm, seed, config, progress)
+    session = _Session(task, scene, world, vlm, seed, config, progress, hooks)
     say = session.progress
     proposals: list[Proposal] = []
     failures: list[Failure] = []
@@ -277,12 +297,12 @@ def plan_with_vlm(
             items.append((got[0], got[1], role))
     if items:
         new, lost = session.roll_out(items, 0)
-        proposals += new
         failures += lost
         if config.judge_samples and config.judge == "vlm":
             with ThreadPoolExecutor(config.concurrency or config.k, thread_name_prefix="simpact-vlm") as pool:
                 list(pool.map(session.judge, new))
         for p in new:
+            session.proposed(proposals, p)
             _report(say, p)
     accepted = None
     if config.judge_samples:
@@ -307,7 +327,7 @@ def plan_with_vlm(
         proposal = new[0]
         if config.judge == "vlm":
             session.judge(proposal)
-        proposals.append(proposal)
+        session.proposed(proposals, proposal)
         _report(say, proposal)
         if _accepted(proposal, config.judge):
             accepted = len(proposals) - 1

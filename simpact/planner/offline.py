@@ -29,7 +29,7 @@ from simpact.core.actions import ACTION_SPECS, Plan, StartPose
 from simpact.core.scene import Scene
 from simpact.core.vocab import OFFLINE_METHODS
 from simpact.planner.audit import artifact_free, audit_and_repair
-from simpact.planner.records import Proposal
+from simpact.planner.records import PlanHooks, Proposal
 from simpact.tasks import Task, TaskError
 from solvers.world import World
 
@@ -122,6 +122,7 @@ def plan_offline(
     no_simulation: bool = False,
     no_optimizer: bool = False,
     audit: bool = True,
+    hooks: PlanHooks | None = None,
 ) -> OfflineResult:
     """Plan ``task`` in ``scene`` (seed ``seed``, which also seeds the sampler) without a VLM.
 
@@ -129,7 +130,8 @@ def plan_offline(
     ``progress`` is called with a line per proposal as it is judged. With ``audit``, every rollout is
     audited by SimuGuard (:func:`~simpact.planner.audit.audit_and_repair`: the screen costs well under 1% of
     a rollout, and only rollouts it cannot clear are recorded in full); a flagged rollout is rerun with the
-    repair setting, and a success is trusted only on an artifact-free rollout."""
+    repair setting, and a success is trusted only on an artifact-free rollout. ``hooks`` hears of each
+    proposal as it is final and may hand back stored ones (a resumed run) instead of rolling them out."""
     if method not in METHODS:
         raise ValueError(f"unknown offline method '{method}'; expected one of {', '.join(METHODS)}")
     t0 = time.perf_counter()
@@ -138,10 +140,25 @@ def plan_offline(
     proposals: list[Proposal] = []
     first = population * (GAUSSIAN_FACTOR if method == "gaussian" else 1)
 
+    hooks = hooks or PlanHooks()
+
     def judge(xs: np.ndarray, iteration: int, source: str) -> None:
         plans = [space.plan(x) for x in xs]
-        rollouts = world.rollouts(plans, tail_s=task.tail_s)
-        for k, rollout in enumerate(rollouts):
+        reused = [
+            hooks.reuse(plan, iteration, f"{source}/{k}") if hooks.reuse else None
+            for k, plan in enumerate(plans)
+        ]
+        todo = [plan for plan, old in zip(plans, reused) if old is None]
+        fresh = iter(world.rollouts(todo, tail_s=task.tail_s) if todo else [])
+        for k, old in enumerate(reused):
+            if old is not None:
+                proposals.append(old)
+                if progress is not None:
+                    progress(f"  {old.source}: reused from the earlier run, score {old.score:.3f}")
+                if hooks.on_proposal is not None:
+                    hooks.on_proposal(len(proposals) - 1, old)
+                continue
+            rollout = next(fresh)
             evaluation = task.evaluate(rollout, scene, seed)
             notes: dict[str, object] = {"x": xs[k].tolist()}
             if audit:  # a flagged rollout's repaired rerun, when artifact-free, is what the search uses
@@ -153,6 +170,8 @@ def plan_offline(
             if progress is not None:
                 verdict = "success" if evaluation.success else "failure"
                 progress(f"  {proposal.source}: {verdict}, score {evaluation.score:.3f}")
+            if hooks.on_proposal is not None:
+                hooks.on_proposal(len(proposals) - 1, proposal)
 
     if no_simulation:
         xs = space.initial(rng, first)

@@ -6,6 +6,7 @@ Shared by the VLM loop (:mod:`simpact.planner.loop`) and the VLM-free planners
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from simpact.core.actions import Plan
 from simpact.core.rollout import Rollout
 from simpact.tasks import Evaluation
 
-__all__ = ["Failure", "PlanResult", "Proposal"]
+__all__ = ["Failure", "PlanHooks", "PlanResult", "Proposal"]
 
 
 @dataclass
@@ -55,6 +56,20 @@ class Proposal:
         return out
 
 
+@dataclass(frozen=True)
+class PlanHooks:
+    """What a planner tells its caller as it goes, so nothing computed is lost (the planners do no file
+    I/O): ``on_proposal(index, proposal)`` once a proposal is final (rolled out, checked, judged),
+    ``on_exchange(index, record)`` once a VLM request is done (:meth:`Exchange.to_dict` form), and
+    ``reuse(plan)``: a proposal already computed for this plan from the initial snapshot (a resumed run), or
+    None to roll it out. Any hook may raise (e.g. KeyboardInterrupt) to stop the run."""
+
+    on_proposal: Callable[[int, Proposal], None] | None = None
+    on_exchange: Callable[[int, dict[str, Any]], None] | None = None
+    reuse: Callable[[Plan, int, str], Proposal | None] | None = None
+    """``reuse(plan, iteration, source)``: the stored proposal of ``plan``, relabelled, or None."""
+
+
 @dataclass
 class Failure:
     """A query that produced no rollout (malformed answer after repair, VLM error): kept, not fatal."""
@@ -70,7 +85,10 @@ class Failure:
 @dataclass
 class PlanResult:
     """A planning run: all ``proposals`` in order, the ``accepted`` index (judged successful) or ``None``,
-    ``best`` (accepted, else highest task score), timings and the VLM back-end name (``None`` offline)."""
+    ``best`` (accepted, else highest task score), timings and the VLM back-end name (``None`` offline).
+
+    In ``result.json``, ``success`` is the accepted plan's outcome (False with ``accepted: null``) and
+    ``best`` is ``{index, success, score}``: the best rollout's own check, reported separately."""
 
     task: str
     seed: int
@@ -96,9 +114,16 @@ class PlanResult:
 
     @property
     def success(self) -> bool:
-        """The task's own check on the accepted (or best) rollout."""
-        chosen = self.chosen
-        return bool(chosen is not None and chosen.success)
+        """The outcome of the plan the planner accepted (its task check); False when none was accepted, e.g.
+        when the VLM judged every plan a failure, whatever the best rollout's own check says."""
+        return self.accepted is not None and self.proposals[self.accepted].success
+
+    def best_summary(self) -> dict[str, Any] | None:
+        """The best rollout's ``index``, own task check ``success`` and ``score`` (None without rollouts)."""
+        if self.best is None:
+            return None
+        p = self.proposals[self.best]
+        return {"index": self.best, "success": p.success, "score": round(p.score, 6)}
 
     def to_dict(self) -> dict[str, Any]:
         chosen = self.chosen
@@ -109,7 +134,7 @@ class PlanResult:
             "plan": chosen.plan.to_dict() if chosen is not None else None,
             "score": round(chosen.score, 6) if chosen is not None else None,
             "accepted": self.accepted,
-            "best": self.best,
+            "best": self.best_summary(),
             "iterations": self.iterations,
             "rollouts": len(self.proposals),
             "wall_s": round(self.wall_s, 3),

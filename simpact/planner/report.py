@@ -5,6 +5,10 @@ plan with its start pose, so any rollout can be re-executed exactly), ``DIR/prom
 answer received, ``NNN_<role>.md`` plus ``exchanges.jsonl``), ``DIR/initial.png``, ``DIR/final.png`` and
 ``DIR/rollout.mp4`` of the accepted (or best) rollout, and ``DIR/report.md`` with a table of iterations.
 Values of ``*_API_KEY``-like environment variables are blanked out of everything written.
+
+:class:`RunWriter` writes as the run goes (each proposal and exchange when it is done, ``result.json``'s
+counts through a :class:`~simpact.core.rundir.RunRecord`); :func:`write_report` writes the whole record at
+the end, or of the partial run after an interruption or a failed service. Every write is atomic.
 """
 
 from __future__ import annotations
@@ -12,18 +16,23 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+import shutil
+import threading
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from simpact.core.jsonio import atomic_write_text
+from simpact.core.rundir import RunRecord
 from simpact.planner.context import initial_image, keyframes
-from simpact.planner.records import PlanResult, Proposal
+from simpact.planner.records import PlanHooks, PlanResult, Proposal
+from simpact.planner.resume import ANSWERS
 from solvers.world import World
 
-__all__ = ["redact", "secret_values", "write_report"]
+__all__ = ["RunWriter", "redact", "secret_values", "write_report"]
 
 _SECRET_NAME = re.compile(r"(API_KEY|_TOKEN|_SECRET|PASSWORD)$", re.I)
 _MIN_SECRET = 8
@@ -51,8 +60,15 @@ class _Writer:
     def text(self, rel: str, text: str) -> Path:
         path = self.out / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(redact(text, self.secrets), encoding="utf-8")
-        return path
+        return atomic_write_text(path, redact(text, self.secrets))
+
+    def append(self, rel: str, line: str) -> None:
+        """Append one line (flushed at once, so a killed run keeps it)."""
+        path = self.out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as f:
+            f.write(redact(line, self.secrets) + "\n")
+            f.flush()
 
     def json(self, rel: str, payload: Any) -> Path:
         return self.text(rel, json.dumps(payload, indent=2, default=str) + "\n")
@@ -82,32 +98,108 @@ def _proposal_files(w: _Writer, i: int, p: Proposal) -> None:
 
 
 def _prompts(w: _Writer, exchanges: list[dict[str, Any]]) -> None:
-    lines = []
-    for i, ex in enumerate(exchanges):
-        name = f"prompts/{i:03d}_{_slug(str(ex.get('role', '')))}.md"
-        answer = ex.get("answer")
-        body = [
-            f"# {ex.get('role')}",
-            "",
-            f"images sent: {ex.get('images', 0)}",
-            "",
-            "## Prompt",
-            "",
-            "````text",
-            str(ex.get("prompt", "")),
-            "````",
-            "",
-            "## Answer",
-            "",
-            "````text",
-            "" if answer is None else str(answer),
-            "````",
-        ]
-        if ex.get("error"):
-            body += ["", "## Error", "", str(ex["error"])]
-        w.text(name, "\n".join(body) + "\n")
-        lines.append(json.dumps({"file": Path(name).name, **ex}, default=str))
+    lines = [_exchange_file(w, i, ex) for i, ex in enumerate(exchanges)]
     w.text("prompts/exchanges.jsonl", "".join(line + "\n" for line in lines))
+
+
+def _exchange_file(w: _Writer, i: int, ex: Mapping[str, Any]) -> str:
+    """Write ``prompts/NNN_<role>.md`` of exchange ``i``; returns its ``exchanges.jsonl`` line."""
+    name = f"prompts/{i:03d}_{_slug(str(ex.get('role', '')))}.md"
+    answer = ex.get("answer")
+    body = [
+        f"# {ex.get('role')}",
+        "",
+        f"images sent: {ex.get('images', 0)}",
+        "",
+        "## Prompt",
+        "",
+        "````text",
+        str(ex.get("prompt", "")),
+        "````",
+        "",
+        "## Answer",
+        "",
+        "````text",
+        "" if answer is None else str(answer),
+        "````",
+    ]
+    if ex.get("error"):
+        body += ["", "## Error", "", str(ex["error"])]
+    w.text(name, "\n".join(body) + "\n")
+    return json.dumps({"file": Path(name).name, **ex}, default=str)
+
+
+def _check(p: Proposal) -> str:
+    return "success" if p.success else "failure"
+
+
+def _chosen_index(result: PlanResult) -> str:
+    idx = result.accepted if result.accepted is not None else result.best
+    return "none" if idx is None else str(idx)
+
+
+def outcome_line(result: PlanResult) -> str:
+    """The honest outcome: the accepted plan's (``success (score 0.950)``), else ``no plan accepted (best:
+    score 0.810, task check success)``, or ``no plan accepted (no rollout)``."""
+    if result.accepted is not None:
+        p = result.proposals[result.accepted]
+        return f"{'success' if result.success else 'failure'} (score {p.score:.3f})"
+    if result.best is None:
+        return "no plan accepted (no rollout)"
+    best = result.proposals[result.best]
+    return f"no plan accepted (best: score {best.score:.3f}, task check {_check(best)})"
+
+
+def _remove_stale(out: Path, proposals: int, exchanges: int) -> None:
+    """Remove ``proposals/NNN`` and ``prompts/NNN_*.md`` of an earlier run numbered past this one's."""
+    for folder in (out / "proposals").glob("[0-9]*"):
+        if folder.is_dir() and folder.name.isdigit() and int(folder.name) >= proposals:
+            shutil.rmtree(folder)
+    for f in (out / "prompts").glob("[0-9]*_*.md"):
+        head = f.name.split("_", 1)[0]
+        if head.isdigit() and int(head) >= exchanges:
+            f.unlink()
+
+
+class RunWriter:
+    """Writes a planning run as it goes: ``proposals/NNN`` when a proposal is final, ``prompts/NNN_<role>.md``
+    and a line of ``prompts/exchanges.jsonl`` when a VLM request is done, each asked request's record in
+    ``prompts/answers.jsonl`` (for ``--resume``), and the counts in ``result.json`` through ``record``.
+    Thread-safe (the VLM loop's sample queries run concurrently). ``on_proposal`` (optional) is called
+    after each proposal is on disk."""
+
+    def __init__(self, out: Path, record: RunRecord | None = None) -> None:
+        self.w = _Writer(out)
+        self.record = record
+        self.proposals: dict[int, Proposal] = {}
+        self.exchanges: dict[int, dict[str, Any]] = {}
+        self._lock = threading.RLock()
+        (out / "prompts").mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / "prompts" / "exchanges.jsonl", "")  # this run's exchanges, from the first
+
+    def proposal(self, index: int, p: Proposal) -> None:
+        with self._lock:
+            _proposal_files(self.w, index, p)
+            self.proposals[index] = p
+            self._counts()
+
+    def exchange(self, index: int, entry: dict[str, Any]) -> None:
+        with self._lock:
+            self.w.append("prompts/exchanges.jsonl", _exchange_file(self.w, index, entry))
+            self.exchanges[index] = entry
+            self._counts()
+
+    def answer(self, record: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.w.append(ANSWERS, json.dumps(record, ensure_ascii=False, default=str))
+
+    def hooks(self, reuse: Any = None) -> PlanHooks:
+        """Hooks that write each proposal and exchange (``reuse``: a resumed run's stored proposals)."""
+        return PlanHooks(on_proposal=self.proposal, on_exchange=self.exchange, reuse=reuse)
+
+    def _counts(self) -> None:
+        if self.record is not None:
+            self.record.update(rollouts=len(self.proposals), exchanges=len(self.exchanges))
 
 
 def _table(result: PlanResult) -> list[str]:
@@ -147,15 +239,23 @@ def write_report(
     instruction: str = "",
     video: bool = True,
     images: bool = True,
+    record: RunRecord | None = None,
+    written: Collection[int] = (),
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the whole record of ``result`` under ``out``; returns ``out/result.json``. ``world`` (the
-    World planned in) is needed for images and the video; without it they are left out."""
+    World planned in) is needed for images and the video; without it they are left out. With ``record``
+    (the run's :class:`RunRecord`) ``result.json`` is its update (keeping ``status``); proposals whose
+    indices are in ``written`` are on disk already; ``extra`` fields join ``result.json``. Files of an
+    earlier run beyond this one's proposals and exchanges are removed."""
     w = _Writer(Path(out))
     w.out.mkdir(parents=True, exist_ok=True)
-    payload = result.to_dict()
+    payload = {**result.to_dict(), **(extra or {})}
     for i, p in enumerate(result.proposals):
-        _proposal_files(w, i, p)
+        if i not in written:
+            _proposal_files(w, i, p)
     _prompts(w, result.exchanges)
+    _remove_stale(w.out, len(result.proposals), len(result.exchanges))
 
     files: dict[str, str | None] = {"initial_image": None, "final_image": None, "video": None}
     chosen = result.chosen
@@ -168,19 +268,18 @@ def write_report(
     if world is not None and video and chosen is not None and chosen.rollout.trace is not None:
         files["video"] = world.write_video(chosen.rollout.trace, w.out / "rollout.mp4").name
     payload["files"] = {**files, "report": "report.md", "prompts": "prompts/", "proposals": "proposals/"}
-    path = w.json("result.json", payload)
+    path = record.update(**payload) if record is not None else w.json("result.json", payload)
 
-    verdict = "success" if result.success else "failure"
-    chosen_idx = result.accepted if result.accepted is not None else result.best
+    status = f" ({record.payload['status']})" if record is not None else ""
     md = [
-        f"# {result.task} (seed {result.seed}): {verdict}",
+        f"# {result.task} (seed {result.seed}): {outcome_line(result)}{status}",
         "",
         *([f"> {instruction}", ""] if instruction else []),
         f"- planner: {result.method or '-'}; VLM: {result.vlm or 'none'}",
         f"- {len(result.proposals)} rollouts in {result.iterations} round(s), {result.wall_s:.1f} s wall",
         f"- accepted: {result.accepted if result.accepted is not None else 'none'}; "
-        f"reported plan: {chosen_idx if chosen_idx is not None else 'none'}"
-        + (f" (score {chosen.score:.3f}, task check {verdict})" if chosen is not None else ""),
+        f"reported plan: {_chosen_index(result)}"
+        + (f" (score {chosen.score:.3f}, task check {_check(chosen)})" if chosen is not None else ""),
         f"- SimuGuard audit: {json.dumps(result.audit) if result.audit is not None else 'not run'}",
         "",
     ]

@@ -11,7 +11,7 @@ from simpact.core.vocab import OFFLINE_METHODS
 from simpact.planner.audit import audit_summary
 from simpact.planner.loop import LoopConfig, Progress, plan_with_vlm
 from simpact.planner.offline import plan_offline
-from simpact.planner.records import PlanResult, Proposal
+from simpact.planner.records import PlanHooks, PlanResult, Proposal
 from simpact.tasks import Task
 from simpact.vlm import VLM
 from solvers.world import World
@@ -44,11 +44,17 @@ def reference_result(task: Task, scene: Any, world: World, seed: int) -> PlanRes
 
 
 def offline_result(
-    task: Task, scene: Any, world: World, seed: int, method: str, progress: Progress | None = None
+    task: Task,
+    scene: Any,
+    world: World,
+    seed: int,
+    method: str,
+    progress: Progress | None = None,
+    hooks: PlanHooks | None = None,
 ) -> PlanResult:
     """Plan without a VLM (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`."""
     t0 = time.perf_counter()
-    out = plan_offline(task, scene, world, seed, method=method, progress=progress)
+    out = plan_offline(task, scene, world, seed, method=method, progress=progress, hooks=hooks)
     proposals = list(out.proposals)
     return PlanResult(
         task=task.name,
@@ -73,17 +79,19 @@ def plan_task(
     vlm: VLM | None = None,
     config: LoopConfig = LoopConfig(),
     progress: Progress | None = None,
+    hooks: PlanHooks | None = None,
 ) -> PlanResult:
     """Plan ``task`` on ``world`` (built from ``scene``) with ``planner``: ``reference``, one of
-    :data:`~simpact.core.vocab.OFFLINE_METHODS`, or ``vlm`` (Algorithm 1 with ``vlm`` and ``config``)."""
+    :data:`~simpact.core.vocab.OFFLINE_METHODS`, or ``vlm`` (Algorithm 1 with ``vlm`` and ``config``);
+    ``hooks`` hears of each proposal and VLM exchange as it is done (the reference plan: none)."""
     if planner == "reference":
         return reference_result(task, scene, world, seed)
     if planner == "vlm":
         if vlm is None:
             raise PlanningError("the vlm planner needs a VLM (--vlm gemini|openai|replay)")
-        return plan_with_vlm(task, scene, world, vlm, seed, config, progress)
+        return plan_with_vlm(task, scene, world, vlm, seed, config, progress, hooks)
     if planner not in OFFLINE_METHODS:
         raise PlanningError(
             f"unknown planner {planner!r}; expected reference, vlm or one of {OFFLINE_METHODS}"
         )
-    return offline_result(task, scene, world, seed, planner, progress)
+    return offline_result(task, scene, world, seed, planner, progress, hooks)
