@@ -52,8 +52,9 @@ def _controls(path: str) -> np.ndarray:
     """The ``(N, nu)`` controls saved with ``np.save`` at ``path``, one row per physics step."""
     try:
         return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise AuditError(f"--ctrl {path}: {exc}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        reason = "not a NumPy .npy array (save one with numpy.save)" if "pickle" in str(exc) else str(exc)
+        raise AuditError(f"--ctrl {path}: {reason}") from None
 
 
 def _file(flag: str, path: str) -> str:
