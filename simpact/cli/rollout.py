@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from simpact.cli.preflight import input_file, new_out, seed
-from simpact.core.actions import load_plan
+from simpact.core.actions import Plan, load_plan
 from simpact.core.errors import UsageError
 from simpact.core.frame import write_frame_bundle
 from simpact.core.jsonio import write_json
@@ -45,6 +45,14 @@ def _world(task_name: str, seed: int, camera: str | None = None) -> tuple[Task, 
     return task, scene, make_world(scene, camera=_camera(task, camera))
 
 
+def _plan(path: str) -> Plan:
+    """The plan file ``--plan``, read and checked before any simulation."""
+    try:
+        return load_plan(input_file(path, "--plan"))
+    except (OSError, UnicodeDecodeError) as exc:  # a binary file, a file that vanished
+        raise UsageError(f"--plan {path}: cannot read it ({exc})") from None
+
+
 def cmd_tasks(args: argparse.Namespace) -> None:
     for name in list_tasks():
         print(name)
@@ -53,7 +61,7 @@ def cmd_tasks(args: argparse.Namespace) -> None:
 def cmd_rollout(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     seed(args.seed)
-    plan = None if args.plan == "reference" else load_plan(input_file(args.plan, "--plan"))
+    plan = None if args.plan == "reference" else _plan(args.plan)
     task, scene, world = _world(args.task, args.seed)
     out = new_out(args.out, args.overwrite)
     if plan is None:
