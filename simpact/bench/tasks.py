@@ -34,8 +34,9 @@ from solvers.world import make_world
 
 __all__ = ["TaskEpisode", "episode_settings", "format_table", "run_episode", "run_tasks"]
 
-VLM_RESULT_FREE = ("record",)
-"""VLM settings that do not change an episode's result (where exchanges are recorded): not in its key."""
+VLM_RESULT_FREE = ("record", "append", "timeout_s", "retries")
+"""VLM settings that do not change an episode's result (where exchanges are recorded, how long a request may
+take, how often it is retried): not in its key."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def _planner_record(task: Any, scene: Any, world: Any, episode: TaskEpisode) -> 
     if episode.planner == "vlm":
         settings = dict(episode.vlm)
         config = LoopConfig(k=settings.pop("k", 10), k_max=settings.pop("k_max", 13))
+        if settings.get("record"):  # the command checked the file before the first episode; all append to it
+            settings["append"] = True
         vlm = build_vlm(settings.pop("vlm"), **settings)
     result = plan_task(task, scene, world, episode.seed, episode.planner, vlm, config)
     summary = result.to_dict()
