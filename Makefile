@@ -7,7 +7,7 @@ DEMO_OUT ?= runs/demo
 
 demo:
 	@scripts/setup.sh
-	$(BIN)/simpact plan non_toppling_push --out $(DEMO_OUT)
+	$(BIN)/simpact plan non_toppling_push --overwrite --out $(DEMO_OUT)
 
 test:
 	@scripts/setup.sh dev
