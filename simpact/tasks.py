@@ -250,6 +250,29 @@ _OPTIONAL = {
 }
 
 
+_FIELD_TYPES: dict[str, type] = {
+    "name": str,
+    "instruction": str,
+    "objects": list,
+    "success": Mapping,
+    "robot": Mapping,
+    "targets": Mapping,
+    "randomize": Mapping,
+}
+
+
+def _check_field_types(raw: Mapping[str, Any], path: Path | None) -> None:
+    """One line naming the field when a task file's top-level value has the wrong type."""
+    for key, kind in _FIELD_TYPES.items():
+        if key in raw and not isinstance(raw[key], kind):
+            expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+            raise TaskError(
+                f"task config {path}: '{key}' must be a {expected}, got {type(raw[key]).__name__}"
+            )
+    if not all(isinstance(o, Mapping) for o in raw["objects"]):
+        raise TaskError(f"task config {path}: every entry of 'objects' must be a mapping of its fields")
+
+
 class Task:
     """One task: builds seeded scenes, expands its reference plan, judges rollouts."""
 
@@ -263,6 +286,15 @@ class Task:
                 f"task config {path}: unknown fields {sorted(unknown)}; "
                 f"allowed: {sorted(_REQUIRED | _OPTIONAL)}"
             )
+        _check_field_types(raw, path)
+        try:
+            self._build(raw, path)
+        except SimpactError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+            raise TaskError(f"task config {path}: malformed ({type(exc).__name__}: {exc})") from None
+
+    def _build(self, raw: Mapping[str, Any], path: Path | None) -> None:
         self.raw = raw
         self.path = path
         self.name: str = raw["name"]

@@ -209,11 +209,17 @@ def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan file; errors name the file."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text())
+        raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise PlanError(f"plan file {path} does not exist") from None
+    except IsADirectoryError:
+        raise PlanError(f"plan file {path} is a folder, not a plan file") from None
+    except UnicodeDecodeError:
+        raise PlanError(f"plan file {path} is not text (a JSON plan was expected)") from None
     except json.JSONDecodeError as exc:
         raise PlanError(f"plan file {path} is not valid JSON: {exc}") from None
+    except OSError as exc:
+        raise PlanError(f"plan file {path} cannot be read: {exc.strerror or exc}") from None
     try:
         return Plan.from_dict(raw)
     except PlanError as exc:

@@ -29,9 +29,8 @@ def test_plan_outside_the_workspace_is_refused_with_status_2(tmp_path: Path, cap
     )
     out = tmp_path / "out"
     # nothing listens at this address: a refusal never connects
-    status = main(
-        ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--yes", "--out", str(out)]
-    )
+    args = ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--yes", "--table-only"]
+    status = main([*args, "--out", str(out)])
     assert status == 2
     result = read_result(out)
     assert result["executed"] is False
@@ -59,12 +58,16 @@ def test_a_collision_in_the_given_scene_is_refused(tmp_path: Path) -> None:
     assert "hits 'pillar'" in result["refused"]
 
 
-def test_without_yes_and_without_a_terminal_it_is_a_dry_run(tmp_path: Path) -> None:
+def test_without_yes_and_without_a_terminal_it_is_a_dry_run(tmp_path: Path, capsys) -> None:
     plan = write_plan(tmp_path, {"type": "LIFT", "dz": 0.02})
     out = tmp_path / "out"
-    status = main(["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--out", str(out)])
+    status = main(
+        ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--table-only", "--out", str(out)]
+    )
     assert status == 0
+    assert "--table-only: collisions were checked against the table alone" in capsys.readouterr().out
     result = read_result(out)
+    assert result["collision_scene"] == "the table only (--table-only)"
     assert result["executed"] is False and result["dry_run"] is True and result["refused"] is None
     assert "pass --yes to move" in result["reason"]
     assert result["plan_sha256"] == plan_sha256(Plan.from_dict(json.loads(plan.read_text())))
@@ -75,6 +78,7 @@ def test_a_plan_that_is_not_the_validated_one_is_refused(tmp_path: Path) -> None
     plan = write_plan(tmp_path, {"type": "LIFT", "dz": 0.02})
     out = tmp_path / "out"
     args = ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--yes", "--out", str(out)]
+    args += ["--table-only"]
     assert main([*args, "--plan-sha256", "0" * 64]) == 2
     assert "it is not the plan you validated" in read_result(out)["refused"]
     no_start = tmp_path / "no_start.json"
@@ -124,8 +128,18 @@ def test_execute_on_franky_sim_writes_the_measurements(franky_sim, tmp_path: Pat
     lift.write_text(json.dumps({"actions": [{"type": "LIFT", "dz": 0.02}]}))
     again = tmp_path / "again"
     args = ["robot", "execute", "--host", franky_sim.host, "--plan", str(lift), "--no-realtime", "--yes"]
-    assert main([*args, "--from-current", "--out", str(again)]) == 0
+    assert main([*args, "--from-current", "--task", "non_toppling_push", "--out", str(again)]) == 0
     result = read_result(again)
     assert result["executed"] is True and result["plan_sha256"] != result["executed_plan_sha256"]
     assert result["start"]["commanded"] == pytest.approx([0.45, 0.04, 0.31], abs=0.002)  # where it stopped
     assert max(result["waypoint_errors_m"]) < 0.005
+
+
+def test_without_a_scene_it_refuses_unless_table_only(tmp_path: Path, capsys) -> None:
+    plan = write_plan(tmp_path, {"type": "LIFT", "dz": 0.02})
+    out = tmp_path / "out"
+    args = ["robot", "execute", "--host", "127.0.0.254", "--plan", str(plan), "--yes", "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "the collision pre-check needs one" in err and "--table-only" in err and "\n" not in err
+    assert not out.exists()  # refused before anything was read, written or connected
