@@ -18,7 +18,7 @@ import signal  # noqa: E402
 import sys  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
-from typing import Any, Protocol  # noqa: E402
+from typing import Any, NoReturn, Protocol  # noqa: E402
 
 from simpact import __version__  # noqa: E402
 from simpact.cli import audit, bench, plan, real2sim, robot, rollout  # noqa: E402
@@ -37,8 +37,15 @@ GROUPS: tuple[CommandGroup, ...] = (rollout, plan, audit, real2sim, robot, bench
 """The command groups, registered in this order (``simpact --help`` lists their verbs so)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad arguments are one line (exit 2) naming the help to read, not a usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="simpact", description=__doc__)
+    parser = _Parser(prog="simpact", description=__doc__)
     parser.add_argument("--version", action="version", version=f"simpact {__version__}")
     verbs = parser.add_subparsers(dest="verb", required=True)
     for group in GROUPS:
