@@ -33,7 +33,7 @@ from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
 from simpact.planner.records import Proposal
 from simpact.tasks import Evaluation
 from simpact.vlm import VLM, Part, VLMAnswer, VLMError, normalize_parts
-from simpact.vlm.replay import request_key, request_summary
+from simpact.vlm.replay import request_record
 
 __all__ = ["ANSWERS", "ReplayFirstVLM", "Resumed", "plan_key", "rollout_from_dict"]
 
@@ -187,11 +187,7 @@ class ReplayFirstVLM(VLM):
         role: str | None = None,
     ) -> VLMAnswer:
         items = normalize_parts(parts)
-        record: dict[str, Any] = {
-            "key": request_key(items, schema, temperature=temperature, role=role),
-            "key_text": request_key(items, schema, temperature=temperature, role=role, match_images=False),
-            "request": request_summary(items, schema, temperature=temperature, role=role),
-        }
+        record = request_record(items, schema, temperature=temperature, role=role)
         old = self.resumed.answer(record["key"], record["key_text"])
         if old is not None:
             self.calls["replayed"] += 1

@@ -44,6 +44,7 @@ __all__ = [
     "ReplayVLM",
     "check_record_path",
     "request_key",
+    "request_record",
     "request_summary",
 ]
 
@@ -91,6 +92,22 @@ def request_summary(
             else {"image": p.digest, "mime_type": p.mime_type, "shape": list(p.shape) if p.shape else None}
             for p in parts
         ],
+    }
+
+
+def request_record(
+    parts: Sequence[str | ImagePart],
+    schema: Mapping[str, Any] | None,
+    *,
+    temperature: float | None,
+    role: str | None,
+) -> dict[str, Any]:
+    """The start of a recorded exchange: the request's ``key``, its image-blind ``key_text`` and its
+    readable ``request`` summary."""
+    return {
+        "key": request_key(parts, schema, temperature=temperature, role=role),
+        "key_text": request_key(parts, schema, temperature=temperature, role=role, match_images=False),
+        "request": request_summary(parts, schema, temperature=temperature, role=role),
     }
 
 
@@ -171,11 +188,7 @@ class RecordingVLM(VLM):
         role: str | None = None,
     ) -> VLMAnswer:
         items = normalize_parts(parts)
-        record: dict[str, Any] = {
-            "key": request_key(items, schema, temperature=temperature, role=role),
-            "key_text": request_key(items, schema, temperature=temperature, role=role, match_images=False),
-            "request": request_summary(items, schema, temperature=temperature, role=role),
-        }
+        record = request_record(items, schema, temperature=temperature, role=role)
         try:
             answer = self.inner.generate(items, schema, temperature=temperature, role=role)
         except VLMError as exc:
