@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from robot.sim2real import RealityGap
@@ -20,7 +22,7 @@ from simpact.bench.tasks import run_tasks
 from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
 from simpact.cli.preflight import finite, positive_int, reusable_out
 from simpact.core.errors import UsageError
-from simpact.core.jsonio import write_json
+from simpact.core.rundir import RunRecord
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, OFFLINE_METHODS, VLM_CHOICES
 from simpact.tasks import list_tasks, load_task
 
@@ -49,6 +51,15 @@ def _with_ignored(line: str, result: dict[str, Any]) -> str:
     return f"{line} ({note})" if note else line
 
 
+def _recorded(out: Path, command: str, settings: dict[str, Any], run: Callable[[], dict[str, Any]]) -> Any:
+    """``run()``'s result, with ``out/result.json`` saying ``running`` from the start and ``done`` (merged
+    with the result), ``interrupted`` or ``failed`` at the end; finished episodes are in ``runs.jsonl``."""
+    with RunRecord.start(out, command, settings) as record:
+        result = run()
+        record.update(**result)
+    return result
+
+
 def cmd_bench_tasks(args: argparse.Namespace) -> None:
     seeds = _seeds(args.seeds)
     if args.workers < 1:
@@ -65,15 +76,20 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
     names = _task_names(args.tasks)
     out = reusable_out(args.out)
     try:
-        result = run_tasks(
-            names,
-            seeds,
+        result = _recorded(
             out,
-            Progress(sys.stderr),
-            planner=args.planner,
-            vlm=vlm if args.planner == "vlm" else None,
-            workers=args.workers,
-            executor=args.executor,
+            "bench tasks",
+            {"tasks": names, "seeds": seeds, "planner": args.planner, "workers": args.workers},
+            lambda: run_tasks(
+                names,
+                seeds,
+                out,
+                Progress(sys.stderr),
+                planner=args.planner,
+                vlm=vlm if args.planner == "vlm" else None,
+                workers=args.workers,
+                executor=args.executor,
+            ),
         )
     except BenchError as exc:
         raise UsageError(str(exc)) from None
@@ -96,7 +112,12 @@ def cmd_bench_audit(args: argparse.Namespace) -> None:
         print(f"  {verdict} {record['name']} ({label}): flagged={record['flagged']}", flush=True)
 
     out = reusable_out(args.out)
-    result = run_audit_bench(out, seeds, progress=progress, pictures=args.pictures)
+    result = _recorded(
+        out,
+        "bench audit",
+        {"seeds": seeds},
+        lambda: run_audit_bench(out, seeds, progress=progress, pictures=args.pictures),
+    )
     line = (
         f"bench audit ({len(seeds)} episodes): precision {result['precision']:.3f}, "
         f"recall {result['recall']:.3f}, {result['fp']} false positives, {result['fn']} false negatives "
@@ -110,8 +131,13 @@ def cmd_bench(args: argparse.Namespace) -> None:
     positive_int(args.repeats, "--repeats")
     load_task(args.task)  # an unknown name fails before any timing
     folder = reusable_out(args.out)
-    result = run_perf(task_name=args.task, k=args.k, repeats=args.repeats)
-    out = write_json(folder / "result.json", result)
+    result = _recorded(
+        folder,
+        "bench perf",
+        {"task": args.task, "k": args.k, "repeats": args.repeats},
+        lambda: run_perf(task_name=args.task, k=args.k, repeats=args.repeats),
+    )
+    out = folder / "result.json"
     print(
         f"bench perf on {result['task']}: rollout_vs_bare_ratio {result['rollout_vs_bare_ratio']:.2f}, "
         f"parallel_speedup {result['parallel_speedup']:.2f} on {result['threads']} threads -> {out}"
@@ -135,8 +161,13 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
             print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
 
     out = reusable_out(args.out)
-    result = run_real2sim_bench(
-        out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+    result = _recorded(
+        out,
+        "bench real2sim",
+        {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real},
+        lambda: run_real2sim_bench(
+            out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+        ),
     )
     print(real2sim_table(result))
     if result["real_skipped"]:
@@ -160,16 +191,21 @@ def cmd_bench_sim2real(args: argparse.Namespace) -> None:
     names = _task_names(args.tasks)
     out = reusable_out(args.out)
     try:
-        result = run_sim2real(
-            names,
-            seeds,
+        result = _recorded(
             out,
-            Sim2RealProgress(sys.stderr),
-            method=args.planner,
-            budget_s=args.budget_s,
-            rejected=args.rejected,
-            gap=gap.to_dict(),
-            workers=args.workers,
+            "bench sim2real",
+            {"tasks": names, "seeds": seeds, "planner": args.planner},
+            lambda: run_sim2real(
+                names,
+                seeds,
+                out,
+                Sim2RealProgress(sys.stderr),
+                method=args.planner,
+                budget_s=args.budget_s,
+                rejected=args.rejected,
+                gap=gap.to_dict(),
+                workers=args.workers,
+            ),
         )
     except BenchError as exc:
         raise UsageError(str(exc)) from None
