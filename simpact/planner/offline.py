@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -137,19 +137,44 @@ def plan_offline(
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     space = _Space(task, scene, world.start_pose(), seed, method)
-    proposals: list[Proposal] = []
     first = population * (GAUSSIAN_FACTOR if method == "gaussian" else 1)
+    judge = _Judge(task, scene, world, seed, space, progress, audit, hooks or PlanHooks())
 
-    hooks = hooks or PlanHooks()
+    if no_simulation:
+        xs = space.initial(rng, first)
+        centre = np.zeros(space.dim) if space.gaussian else np.full(space.dim, 0.5)
+        pick = xs[[int(np.argmin(np.linalg.norm(xs - centre, axis=1)))]]
+        judge(pick, 0, f"{method}-verifier")
+        judge.proposals[-1].notes["proposals_considered"] = first
+        return _result(judge.proposals, t0)
 
-    def judge(xs: np.ndarray, iteration: int, source: str) -> None:
-        plans = [space.plan(x) for x in xs]
+    _search(judge, space, rng, method, first, population, budget_s, no_optimizer, t0)
+    return _result(judge.proposals, t0)
+
+
+@dataclass
+class _Judge:
+    """Rolls out (or reuses) the plans of a batch of normalised vectors and records each as a proposal."""
+
+    task: Task
+    scene: Scene
+    world: World
+    seed: int
+    space: _Space
+    progress: Callable[[str], None] | None
+    audit: bool
+    hooks: PlanHooks
+    proposals: list[Proposal] = field(default_factory=list)
+
+    def __call__(self, xs: np.ndarray, iteration: int, source: str) -> None:
+        hooks, progress, proposals = self.hooks, self.progress, self.proposals
+        plans = [self.space.plan(x) for x in xs]
         reused = [
             hooks.reuse(plan, iteration, f"{source}/{k}") if hooks.reuse else None
             for k, plan in enumerate(plans)
         ]
         todo = [plan for plan, old in zip(plans, reused) if old is None]
-        fresh = iter(world.rollouts(todo, tail_s=task.tail_s) if todo else [])
+        fresh = iter(self.world.rollouts(todo, tail_s=self.task.tail_s) if todo else [])
         for k, old in enumerate(reused):
             if old is not None:
                 proposals.append(old)
@@ -159,10 +184,10 @@ def plan_offline(
                     hooks.on_proposal(len(proposals) - 1, old)
                 continue
             rollout = next(fresh)
-            evaluation = task.evaluate(rollout, scene, seed)
+            evaluation = self.task.evaluate(rollout, self.scene, self.seed)
             notes: dict[str, object] = {"x": xs[k].tolist()}
-            if audit:  # a flagged rollout's repaired rerun, when artifact-free, is what the search uses
-                checked = audit_and_repair(world, task, scene, seed, rollout, evaluation)
+            if self.audit:  # a flagged rollout's repaired rerun, when artifact-free, is what the search uses
+                checked = audit_and_repair(self.world, self.task, self.scene, self.seed, rollout, evaluation)
                 rollout, evaluation = checked.rollout, checked.evaluation
                 notes.update(checked.notes())
             proposal = Proposal(rollout.plan, rollout, evaluation, iteration, f"{source}/{k}", notes)
@@ -173,14 +198,21 @@ def plan_offline(
             if hooks.on_proposal is not None:
                 hooks.on_proposal(len(proposals) - 1, proposal)
 
-    if no_simulation:
-        xs = space.initial(rng, first)
-        centre = np.zeros(space.dim) if space.gaussian else np.full(space.dim, 0.5)
-        pick = xs[[int(np.argmin(np.linalg.norm(xs - centre, axis=1)))]]
-        judge(pick, 0, f"{method}-verifier")
-        proposals[-1].notes["proposals_considered"] = first
-        return _result(proposals, t0)
 
+def _search(
+    judge: _Judge,
+    space: _Space,
+    rng: np.random.Generator,
+    method: str,
+    first: int,
+    population: int,
+    budget_s: float,
+    no_optimizer: bool,
+    t0: float,
+) -> None:
+    """Judge populations (the first of ``first`` plans, then ``population`` each, refit unless
+    ``template``) until a trusted success, ``no_optimizer``, or the next one would overrun ``budget_s``."""
+    proposals = judge.proposals
     xs = space.initial(rng, first)
     mean: np.ndarray | None = np.zeros(space.dim) if space.gaussian else None
     std: np.ndarray | None = np.ones(space.dim) if space.gaussian else None
@@ -199,19 +231,25 @@ def plan_offline(
         if method == "template":
             xs = space.initial(rng, n)
             continue
-        # Refit the diagonal Gaussian to the elites among everything judged so far.
-        scores = np.array([p.score for p in proposals])
-        history = np.array([p.notes["x"] for p in proposals])
-        n_elite = max(2, math.ceil(ELITE_FRACTION * len(xs)))
-        elite = history[np.argsort(-scores, kind="stable")[:n_elite]]
-        e_mean, e_std = elite.mean(axis=0), elite.std(axis=0)
-        if mean is None or std is None:
-            mean, std = e_mean, np.maximum(e_std, MIN_STD)
-        else:
-            mean = SMOOTHING * e_mean + (1 - SMOOTHING) * mean
-            std = np.maximum(SMOOTHING * e_std + (1 - SMOOTHING) * std, MIN_STD)
+        mean, std = _refit(proposals, len(xs), mean, std)
         xs = space.clip(mean + std * rng.standard_normal((n, space.dim)))
-    return _result(proposals, t0)
+
+
+def _refit(
+    proposals: list[Proposal], batch: int, mean: np.ndarray | None, std: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Refit the diagonal Gaussian (``mean``, ``std``; None at first) to the elites among everything judged
+    so far, the elite count a fraction of the last ``batch`` size."""
+    scores = np.array([p.score for p in proposals])
+    history = np.array([p.notes["x"] for p in proposals])
+    n_elite = max(2, math.ceil(ELITE_FRACTION * batch))
+    elite = history[np.argsort(-scores, kind="stable")[:n_elite]]
+    e_mean, e_std = elite.mean(axis=0), elite.std(axis=0)
+    if mean is None or std is None:
+        return e_mean, np.maximum(e_std, MIN_STD)
+    return SMOOTHING * e_mean + (1 - SMOOTHING) * mean, np.maximum(
+        SMOOTHING * e_std + (1 - SMOOTHING) * std, MIN_STD
+    )
 
 
 def _trusted(proposal: Proposal) -> bool:
