@@ -344,7 +344,42 @@ def run_real2sim_bench(
     config = config or Real2SimConfig()
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    rendered, real_frames, errors = [], [], []
+    errors: list[dict[str, Any]] = []
+    rendered = _bench_rendered_frames(tasks, seeds, root, config, progress, errors)
+    real_frames: list[dict[str, Any]] = []
+    skipped = None
+    if real:
+        try:
+            shared_data_dir("rgbd")
+        except SharedDataMissing as exc:
+            skipped = str(exc)
+        else:
+            real_frames = _bench_real_frames(root, config, progress, errors)
+    summary, met = _summarise(rendered, real_frames)
+    result = {
+        "targets": TARGETS,
+        "targets_met": met,
+        "summary": summary,
+        "rendered": rendered,
+        "real": real_frames,
+        "real_skipped": skipped,
+        "errors": len(errors),
+    }
+    write_json(root / "result.json", result)
+    return result
+
+
+def _bench_rendered_frames(
+    tasks: Sequence[str] | None,
+    seeds: Sequence[int],
+    root: Path,
+    config: Any,
+    progress: Callable[[dict[str, Any]], None] | None,
+    errors: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One record per task (all when ``tasks`` is None) and seed; a failed frame's record is also appended
+    to ``errors``."""
+    rendered = []
     for name in tasks if tasks is not None else list_tasks():
         for seed in seeds:
             try:
@@ -355,23 +390,34 @@ def run_real2sim_bench(
             rendered.append(record)
             if progress:
                 progress(record)
-    skipped = None
-    if real:
+    return rendered
+
+
+def _bench_real_frames(
+    root: Path,
+    config: Any,
+    progress: Callable[[dict[str, Any]], None] | None,
+    errors: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One record per real frame; a failed frame's record is also appended to ``errors``."""
+    real_frames = []
+    for relpath, known in REAL_FRAMES.items():
+        slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
         try:
-            shared_data_dir("rgbd")
-        except SharedDataMissing as exc:
-            skipped = str(exc)
-        else:
-            for relpath, known in REAL_FRAMES.items():
-                slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
-                try:
-                    record = bench_real(relpath, known, root / "real" / slug, config)
-                except Exception as exc:
-                    record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
-                    errors.append(record)
-                real_frames.append(record)
-                if progress:
-                    progress(record)
+            record = bench_real(relpath, known, root / "real" / slug, config)
+        except Exception as exc:
+            record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
+            errors.append(record)
+        real_frames.append(record)
+        if progress:
+            progress(record)
+    return real_frames
+
+
+def _summarise(
+    rendered: list[dict[str, Any]], real_frames: list[dict[str, Any]]
+) -> tuple[dict[str, Any], dict[str, bool | None]]:
+    """The summary statistics of all records and which targets they meet."""
 
     def values(records: list[dict[str, Any]], key: str) -> list[float]:
         return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
@@ -413,17 +459,7 @@ def run_real2sim_bench(
         "real_extent_pct": within(_summary(values(real_frames, "extent_pct")), "real_extent_pct"),
         "seconds_per_frame": within(_summary(seconds), "seconds_per_frame"),
     }
-    result = {
-        "targets": TARGETS,
-        "targets_met": met,
-        "summary": summary,
-        "rendered": rendered,
-        "real": real_frames,
-        "real_skipped": skipped,
-        "errors": len(errors),
-    }
-    write_json(root / "result.json", result)
-    return result
+    return summary, met
 
 
 def format_table(result: dict[str, Any]) -> str:
