@@ -328,21 +328,40 @@ class Task:
             for spec in (specs if isinstance(specs, list) else [specs])
         ]
         for key, spec in draws:
-            low, high = np.asarray(spec["low"], dtype=float), np.asarray(spec["high"], dtype=float)
-            owner, _, attr = key.partition(".")
-            if owner == "targets":
-                if attr not in targets:
-                    raise TaskError(f"task {self.name}: randomize key '{key}' names no target")
-                targets[attr] += float(rng.uniform(low, high))
-                continue
-            names = fnmatch.filter(objects, owner)
-            if not names:
-                raise TaskError(f"task {self.name}: randomize key '{key}' names no object or target")
-            shared = rng.uniform(low, high) if spec.get("shared", False) else None
-            for name in names:
-                offset = shared if shared is not None else rng.uniform(low, high)
-                objects[name][attr] = (np.asarray(objects[name][attr], dtype=float) + offset).tolist()
+            try:
+                self._apply_draw(key, spec, rng, objects, targets)
+            except SimpactError:
+                raise
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise TaskError(f"task {self.name}: randomize '{key}' is malformed ({exc})") from None
         return raw, targets
+
+    def _apply_draw(
+        self,
+        key: str,
+        spec: Any,
+        rng: np.random.Generator,
+        objects: dict[str, dict[str, Any]],
+        targets: dict[str, float],
+    ) -> None:
+        """Add one seeded draw of ``spec`` (``low``, ``high``, optional ``shared``) to the object fields or
+        target that ``key`` names (``NAME.field`` with a glob for NAME, or ``targets.NAME``)."""
+        if not (isinstance(spec, Mapping) and "low" in spec and "high" in spec):
+            raise TaskError(f"task {self.name}: randomize '{key}' needs 'low' and 'high', got {spec!r}")
+        low, high = np.asarray(spec["low"], dtype=float), np.asarray(spec["high"], dtype=float)
+        owner, _, attr = key.partition(".")
+        if owner == "targets":
+            if attr not in targets:
+                raise TaskError(f"task {self.name}: randomize key '{key}' names no target")
+            targets[attr] += float(rng.uniform(low, high))
+            return
+        names = fnmatch.filter(objects, owner)
+        if not names:
+            raise TaskError(f"task {self.name}: randomize key '{key}' names no object or target")
+        shared = rng.uniform(low, high) if spec.get("shared", False) else None
+        for name in names:
+            offset = shared if shared is not None else rng.uniform(low, high)
+            objects[name][attr] = (np.asarray(objects[name][attr], dtype=float) + offset).tolist()
 
     def scene(self, seed: int = 0) -> Scene:
         """The scene for ``seed`` (0 = nominal)."""

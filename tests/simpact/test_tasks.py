@@ -3,8 +3,9 @@
 
 import numpy as np
 import pytest
+import yaml
 
-from simpact.tasks import Task, TaskError, list_tasks, load_task
+from simpact.tasks import Task, TaskError, list_tasks, load_task, tasks_dir
 from solvers.mujoco.world import MujocoWorld
 
 RIGID_TASKS = ["non_toppling_push", "bowl_stacking", "pivoting", "avoid_obstacle", "sweeping"]
@@ -69,3 +70,22 @@ def test_config_typos_are_caught():
         Task({**_config({}), "randomise": {}})
     with pytest.raises(TaskError, match="randomize key 'cup.position' names no object"):
         Task(_config({"cup.position": {"low": [0, 0, 0], "high": [0, 0, 0]}})).scene(1)
+
+
+@pytest.mark.parametrize(
+    "randomize, fragment",
+    [
+        ({"": None}, "needs 'low' and 'high'"),
+        ({"carton.position": {"low": "a", "high": [1]}}, "malformed"),
+        ({"carton.position": {"low": [0, 0, 0], "high": [0.1, 0.1]}}, "malformed"),
+        ({"carton.nofield": {"low": 0, "high": 1}}, "malformed"),
+    ],
+)
+def test_a_malformed_randomize_entry_is_a_task_error(tmp_path, randomize, fragment):
+    """Found by the Hypothesis parser test: a bad randomisation spec failed with a TypeError at seed 1."""
+    raw = yaml.safe_load((tasks_dir() / "non_toppling_push.yaml").read_text())
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump({**raw, "randomize": randomize}))
+    task = load_task(path)
+    with pytest.raises(TaskError, match=fragment):
+        task.scene(1)
