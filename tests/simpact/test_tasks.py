@@ -89,3 +89,12 @@ def test_a_malformed_randomize_entry_is_a_task_error(tmp_path, randomize, fragme
     task = load_task(path)
     with pytest.raises(TaskError, match=fragment):
         task.scene(1)
+
+
+def test_a_task_whose_objects_are_not_a_list_is_a_task_error(tmp_path):
+    """Found by the Hypothesis parser test: ``objects: null`` was a TypeError."""
+    raw = yaml.safe_load((tasks_dir() / "non_toppling_push.yaml").read_text())
+    path = tmp_path / "task.yaml"
+    path.write_text(yaml.safe_dump({**raw, "objects": None}))
+    with pytest.raises(TaskError, match="'objects' must be a list"):
+        load_task(path)

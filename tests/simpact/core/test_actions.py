@@ -103,3 +103,13 @@ def test_bad_plan_files_name_the_file(tmp_path):
     wrong.write_text('{"actions": [{"type": "MOVE", "dx": 0.1}]}')
     with pytest.raises(PlanError, match="wrong.json: action 0 \\(MOVE\\): field 'dy' is missing"):
         load_plan(wrong)
+
+
+def test_a_plan_file_that_is_binary_or_a_folder_is_a_plan_error(tmp_path):
+    """Found by the Hypothesis parser test: a binary file was a UnicodeDecodeError, a folder an OSError."""
+    binary = tmp_path / "plan.json"
+    binary.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(PlanError, match="not text"):
+        load_plan(binary)
+    with pytest.raises(PlanError, match="is a folder"):
+        load_plan(tmp_path)
