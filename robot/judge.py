@@ -13,10 +13,10 @@ import numpy as np
 
 from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
-from simpact.planner.context import scene_context
 from simpact.vlm import VLM
 from simpact.vlm.answers import evaluation_schema, parse_evaluation
 from simpact.vlm.ask import ask
+from simpact.vlm.context import scene_context
 from simpact.vlm.prompts import render_prompt
 
 __all__ = ["align_orientation", "observed_rollout", "vlm_judge"]

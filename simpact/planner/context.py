@@ -1,9 +1,6 @@
-"""The context a VLM plans from (paper §3.2, Supp. A.2), as compact JSON-ready values.
+"""The planner's own context for a VLM: the history of every proposal (for the Optimize prompt) and rendered
+images; scenes, states and rollouts are described by :mod:`simpact.vlm.context`.
 
-- :func:`scene_context`: robot proprioception (tool xyz, roll/pitch/yaw, gripper width) and, per object, its
-  6-DoF pose and bounding-box dimensions, in the robot base frame (metres, radians).
-- :func:`rollout_context`: one rollout as the plan, the state at the end of every action (tool pose,
-  objects' 6-DoF poses), the final state after settling, its score and any SimuGuard flags.
 - :func:`history_context`: every proposal so far, for the Optimize prompt.
 - :func:`initial_image` / :func:`keyframes`: rendered images for VLMs that take them.
 """
@@ -15,111 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
-from simpact.core.rotations import quat_to_rpy
-from simpact.core.scene import Scene, SceneObject
+from simpact.core.rollout import Rollout
 from simpact.planner.records import Proposal
+from simpact.vlm.context import rollout_context
 from solvers.world import World
 
-__all__ = [
-    "bbox_size",
-    "history_context",
-    "initial_image",
-    "keyframes",
-    "rollout_context",
-    "scene_context",
-    "state_context",
-]
-
-_DIGITS = 4
-
-
-def _r(values: Any) -> list[float]:
-    return [round(float(v), _DIGITS) for v in np.asarray(values, dtype=float).ravel()]
-
-
-def bbox_size(obj: SceneObject) -> list[float] | None:
-    """Axis-aligned bounding-box edge lengths (x, y, z) in the object's own frame, m; None for meshes (their
-    ``size`` is a scale)."""
-    s = obj.size
-    if obj.shape == "box":
-        return _r(s)
-    if obj.shape == "cylinder":
-        return _r([2 * s[0], 2 * s[0], s[1]])
-    if obj.shape == "sphere":
-        return _r([2 * s[0]] * 3)
-    if obj.shape == "bowl":
-        return _r([2 * s[0], 2 * s[0], s[1]])
-    return None
-
-
-def _robot(robot: RobotState) -> dict[str, Any]:
-    return {
-        "ee_xyz": _r(robot.tcp_position),
-        "ee_rpy": _r(robot.tcp_rpy),
-        "gripper_width": round(float(robot.gripper_width), _DIGITS),
-    }
-
-
-def _object(state: ObjectState) -> dict[str, Any]:
-    return {"xyz": _r(state.position), "rpy": _r(quat_to_rpy(state.quaternion))}
-
-
-def state_context(state: WorldState) -> dict[str, Any]:
-    """One instant: tool pose and gripper width, and every object's 6-DoF pose (xyz m, rpy rad)."""
-    return {
-        "t": round(state.time, 3),
-        "robot": _robot(state.robot),
-        "objects": {k: _object(v) for k, v in state.objects.items()},
-    }
-
-
-def scene_context(scene: Scene, initial: WorldState) -> dict[str, Any]:
-    """The scene before any action: the robot's proprioception and, per object, pose, bounding box, shape and
-    whether it is fixed. ``initial`` is the settled state the plans start from (poses come from it; objects
-    absent from it keep their scene pose)."""
-    objects: dict[str, Any] = {}
-    for obj in scene.objects:
-        state = initial.objects.get(obj.name)
-        pose = (
-            _object(state)
-            if state is not None
-            else {"xyz": _r(obj.position), "rpy": _r(quat_to_rpy(np.asarray(obj.quaternion)))}
-        )
-        entry: dict[str, Any] = {**pose, "shape": obj.shape, "bbox_size": bbox_size(obj)}
-        if obj.shape == "mesh":
-            entry["scale"] = _r(obj.size)
-        if obj.fixed:
-            entry["fixed"] = True
-        if not obj.collides:
-            entry["marker"] = True
-        objects[obj.name] = entry
-    return {"robot": _robot(initial.robot), "objects": objects}
-
-
-def rollout_context(
-    rollout: Rollout,
-    *,
-    score: float | None = None,
-    flags: Sequence[str] = (),
-    label: str | None = None,
-) -> dict[str, Any]:
-    """One rollout: each action with the state at its end, the settled final state, ``score``, ``flags``."""
-    steps = []
-    for action, state in zip(rollout.plan.actions, rollout.states):
-        step = {"action": action.to_dict(), "end_state": state_context(state)}
-        step["action"].pop("reason", None)
-        steps.append(step)
-    out: dict[str, Any] = {}
-    if label is not None:
-        out["plan"] = label
-    out["steps"] = steps
-    out["final_state"] = state_context(rollout.final)
-    if score is not None:
-        out["score"] = round(float(score), 3)
-    if flags:
-        out["flags"] = list(flags)
-    return out
+__all__ = ["history_context", "initial_image", "keyframes"]
 
 
 def history_context(proposals: Sequence[Proposal]) -> list[dict[str, Any]]:

@@ -27,18 +27,13 @@ from simpact.core.actions import Plan
 from simpact.core.errors import ServiceError
 from simpact.core.scene import Scene
 from simpact.planner.audit import artifact_free, audit_and_repair, audit_summary
-from simpact.planner.context import (
-    history_context,
-    initial_image,
-    keyframes,
-    rollout_context,
-    scene_context,
-)
+from simpact.planner.context import history_context, initial_image, keyframes
 from simpact.planner.records import Failure, PlanHooks, PlanResult, Proposal
 from simpact.tasks import Task
 from simpact.vlm import VLM, VLMAnswer
 from simpact.vlm.answers import PlanAnswer, evaluation_schema, parse_evaluation, parse_plan, plan_schema
 from simpact.vlm.ask import Asked, Exchange, Verdict, ask
+from simpact.vlm.context import rollout_context, scene_context
 from simpact.vlm.prompts import render_prompt
 
 __all__ = ["LoopConfig", "Progress", "plan_with_vlm"]

@@ -26,8 +26,8 @@ import numpy as np
 from simpact.core.errors import SimpactError
 from simpact.core.rollout import Rollout
 from simpact.core.scene import Scene, SceneObject
-from simpact.planner.context import bbox_size
 from simpact.planner.records import PlanResult, Proposal
+from simpact.vlm.context import bbox_size
 
 __all__ = ["RerunMissingError", "log_session"]
 
