@@ -41,6 +41,7 @@ from real2sim.datasets import YCB_SIZES_M
 from real2sim.shape import kind_from_label, outline_kind
 from real2sim.table import camera_points, heights_above_table
 from real2sim.types import Segment, TablePlane, label_words
+from real2sim.weights import load_local
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 
@@ -682,9 +683,17 @@ def _segment_grounded_sam2(
         dev,
     )
     if key not in _GSAM2_CACHE:
-        dino = load_model(settings["dino_config"], settings["dino_checkpoint"], device=dev)
-        sam = SAM2ImagePredictor(build_sam2(settings["sam2_config"], settings["sam2_checkpoint"], device=dev))
-        _GSAM2_CACHE[key] = (dino, sam)
+        _GSAM2_CACHE[key] = load_local(
+            lambda: (
+                load_model(settings["dino_config"], settings["dino_checkpoint"], device=dev),
+                SAM2ImagePredictor(
+                    build_sam2(settings["sam2_config"], settings["sam2_checkpoint"], device=dev)
+                ),
+            ),
+            "segmenter 'grounded_sam2'",
+            "$SIMPACT_GROUNDING_DINO_CONFIG/_CHECKPOINT and $SIMPACT_SAM2_CONFIG/_CHECKPOINT",
+            SegmentationError,
+        )
     dino, sam = _GSAM2_CACHE[key]
     transform = gd_transforms.Compose(
         [

@@ -38,6 +38,7 @@ from scipy.optimize import least_squares
 from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.types import label_words
+from real2sim.weights import load_local
 from simpact.core.errors import SimpactError
 
 __all__ = [
@@ -443,8 +444,12 @@ def _hunyuan3d(
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     key = (path, dev)
     if key not in _HY3D_CACHE:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local weights only: never download
-        _HY3D_CACHE[key] = Hunyuan3DDiTFlowMatchingPipeline.from_pretrained(path, device=dev)
+        _HY3D_CACHE[key] = load_local(
+            lambda: Hunyuan3DDiTFlowMatchingPipeline.from_pretrained(path, device=dev),
+            "shape back-end 'hunyuan3d'",
+            f"${HUNYUAN3D_ENV} ({path})",
+            ShapeError,
+        )
     pipeline = _HY3D_CACHE[key]
     rows, cols = np.nonzero(mask)
     pad = 10
