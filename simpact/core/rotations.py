@@ -22,6 +22,7 @@ __all__ = [
     "quat_rotate",
     "quat_to_matrix",
     "quat_to_rpy",
+    "rpy_to_quat",
     "rigid_transform_problem",
     "rotation_exp",
     "rotation_log",
@@ -86,6 +87,13 @@ def quat_to_rpy(q: np.ndarray) -> np.ndarray:
     pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
     yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
     return np.stack([roll, pitch, yaw], axis=-1)
+
+
+def rpy_to_quat(rpy: ArrayLike) -> np.ndarray:
+    """Unit quaternions (..., 4), (w, x, y, z) with w >= 0, of roll, pitch, yaw (rad): the inverse of
+    :func:`quat_to_rpy`, R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    q = np.asarray(Rotation.from_euler("xyz", np.asarray(rpy, dtype=float)).as_quat())[..., [3, 0, 1, 2]]
+    return np.where(q[..., :1] < 0, -q, q)
 
 
 def tilt_angle(q: np.ndarray) -> np.ndarray:

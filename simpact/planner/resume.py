@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from simpact.core.actions import Plan
 from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
+from simpact.core.rotations import rpy_to_quat
 from simpact.planner.records import Proposal
 from simpact.tasks import Evaluation
 from simpact.vlm import VLM, Part, VLMAnswer, VLMError, normalize_parts
@@ -52,7 +52,6 @@ def _arr(raw: Any) -> np.ndarray:
 
 def _state(raw: Mapping[str, Any]) -> WorldState:
     robot = raw["robot"]
-    xyzw = Rotation.from_euler("xyz", robot["tcp_rpy"]).as_quat()  # R = Rz(yaw) Ry(pitch) Rx(roll)
     objects = {
         name: ObjectState(
             _arr(o["position"]),
@@ -62,7 +61,9 @@ def _state(raw: Mapping[str, Any]) -> WorldState:
         )
         for name, o in raw["objects"].items()
     }
-    tcp = RobotState(_arr(robot["tcp_position"]), np.roll(xyzw, 1), float(robot["gripper_width"]))
+    tcp = RobotState(
+        _arr(robot["tcp_position"]), rpy_to_quat(robot["tcp_rpy"]), float(robot["gripper_width"])
+    )
     return WorldState(float(raw["time"]), tcp, objects)
 
 

@@ -13,9 +13,11 @@ from simpact.core.rotations import (
     pose_to_transform,
     quat_about_z,
     quat_to_matrix,
+    quat_to_rpy,
     rigid_transform_problem,
     rotation_exp,
     rotation_log,
+    rpy_to_quat,
     transform_error,
 )
 
@@ -91,3 +93,14 @@ def test_transform_error_is_metres_and_radians():
     distance, angle = transform_error(a, b)
     assert distance == pytest.approx(0.005, abs=1e-12)
     assert angle == pytest.approx(0.25, abs=1e-12)
+
+
+def test_rpy_to_quat_inverts_quat_to_rpy():
+    rng = np.random.default_rng(0)
+    rpy = np.column_stack(
+        [rng.uniform(-np.pi, np.pi, 50), rng.uniform(-1.5, 1.5, 50), rng.uniform(-np.pi, np.pi, 50)]
+    )
+    q = rpy_to_quat(rpy)
+    assert np.allclose(np.linalg.norm(q, axis=-1), 1) and (q[:, 0] >= 0).all()
+    assert np.allclose(quat_to_rpy(q), rpy, atol=1e-9)
+    assert np.allclose(rpy_to_quat([0.0, 0.0, np.pi / 2]), [np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])
