@@ -21,7 +21,7 @@ from simpact.core.rundir import RunRecord, prepare_out
 from simpact.core.vocab import OFFLINE_METHODS, VLM_CHOICES
 from simpact.planner.audit import audit_summary
 from simpact.planner.loop import LoopConfig
-from simpact.planner.records import PlanResult
+from simpact.planner.records import PlanResult, best_by_score
 from simpact.planner.report import RunWriter, outcome_line, write_report
 from simpact.planner.rerun_log import log_session
 from simpact.planner.resume import ReplayFirstVLM, Resumed
@@ -54,13 +54,12 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 def _partial(task: Task, seed: int, writer: RunWriter, vlm: Any, planner: str, t0: float) -> PlanResult:
     """The run so far, from what the writer received: nothing accepted, best by score."""
     proposals = [writer.proposals[i] for i in sorted(writer.proposals)]
-    best = max(range(len(proposals)), key=lambda i: (proposals[i].score, -i)) if proposals else None
     return PlanResult(
         task=task.name,
         seed=seed,
         proposals=proposals,
         accepted=None,
-        best=best,
+        best=best_by_score(proposals),
         wall_s=time.perf_counter() - t0,
         vlm=None if vlm is None else vlm.name,
         iterations=max((p.iteration for p in proposals), default=-1) + 1,

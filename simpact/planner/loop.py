@@ -28,7 +28,7 @@ from simpact.core.errors import ServiceError
 from simpact.core.scene import Scene
 from simpact.planner.audit import artifact_free, audit_and_repair, audit_summary
 from simpact.planner.context import history_context, initial_image, keyframes
-from simpact.planner.records import Failure, PlanHooks, PlanResult, Proposal
+from simpact.planner.records import Failure, PlanHooks, PlanResult, Proposal, best_by_score
 from simpact.tasks import Task
 from simpact.vlm import VLM, VLMAnswer
 from simpact.vlm.answers import PlanAnswer, evaluation_schema, parse_evaluation, parse_plan, plan_schema
@@ -328,9 +328,7 @@ def plan_with_vlm(
             accepted = len(proposals) - 1
             break
 
-    best = accepted
-    if best is None and proposals:
-        best = max(range(len(proposals)), key=lambda i: (proposals[i].score, -i))
+    best = accepted if accepted is not None else best_by_score(proposals)
     return PlanResult(
         task=task.name,
         seed=seed,

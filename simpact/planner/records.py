@@ -6,7 +6,7 @@ Shared by the VLM loop (:mod:`simpact.planner.loop`) and the VLM-free planners
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +14,12 @@ from simpact.core.actions import Plan
 from simpact.core.rollout import Rollout
 from simpact.tasks import Evaluation
 
-__all__ = ["Failure", "PlanHooks", "PlanResult", "Proposal"]
+__all__ = ["Failure", "PlanHooks", "PlanResult", "Proposal", "best_by_score"]
+
+
+def best_by_score(proposals: Sequence[Proposal]) -> int | None:
+    """Index of the highest-scoring proposal (the earliest among equals), or None without any."""
+    return max(range(len(proposals)), key=lambda i: (proposals[i].score, -i)) if proposals else None
 
 
 @dataclass
