@@ -1,4 +1,5 @@
-"""Checks the commands run before any work: numbers, seeds, input paths and output folders.
+"""Checks the commands run before any work: numbers, seeds, input paths and reusable output folders (a
+fresh one is :func:`simpact.core.rundir.prepare_out`).
 
 Each check raises a one-line :class:`~simpact.core.errors.UsageError` (exit status 2) naming the flag, so a
 bad value never starts a rollout, a render or a connection, and never ends in a traceback.
@@ -13,7 +14,7 @@ from pathlib import Path
 from simpact.core.errors import UsageError
 from simpact.core.rundir import prepare_out
 
-__all__ = ["finite", "input_dir", "input_file", "new_out", "positive_int", "reusable_out", "seed"]
+__all__ = ["finite", "input_dir", "input_file", "positive_int", "reusable_out", "seed"]
 
 
 def seed(value: int, flag: str = "--seed") -> int:
@@ -69,16 +70,8 @@ def input_dir(path: str | os.PathLike[str], flag: str) -> Path:
     return p
 
 
-def new_out(path: str | os.PathLike[str], overwrite: bool, flag: str = "--out") -> Path:
-    """The output folder of a one-shot command: refused when it is a file, unwritable, or holds an earlier
-    run (unless ``overwrite``, which clears it); created."""
-    return prepare_out(path, overwrite=overwrite, flag=flag)
-
-
 def reusable_out(path: str | os.PathLike[str], flag: str = "--out") -> Path:
     """An output folder a rerun may reuse (a benchmark resumes in it): refused when it is a file or cannot
     be written; an earlier run in it is kept. Created."""
     p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise UsageError(f"{flag} {p}: is a file, not a folder")
     return prepare_out(p, resume=p.is_dir() and any(p.iterdir()), flag=flag)

@@ -12,8 +12,9 @@ from typing import Any
 from real2sim.datasets import read_any_frame
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
-from simpact.cli.preflight import finite, new_out
+from simpact.cli.preflight import finite
 from simpact.core.errors import UsageError
+from simpact.core.rundir import prepare_out
 from simpact.core.vocab import OBJECT_KINDS, VLM_CHOICES
 from simpact.tasks import load_task
 
@@ -55,7 +56,7 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
     vlm = vlm_from_args(args)
     task = load_task(args.task) if args.task else None
     frame = read_any_frame(args.frame)
-    new_out(args.out, args.overwrite)
+    prepare_out(args.out, overwrite=args.overwrite)
     result = run_real2sim(
         frame,
         labels=args.labels,

@@ -10,11 +10,12 @@ from typing import Any
 
 import yaml
 
-from simpact.cli.preflight import input_file, new_out, seed
+from simpact.cli.preflight import input_file, seed
 from simpact.core.actions import Plan, load_plan
 from simpact.core.errors import UsageError
 from simpact.core.frame import write_frame_bundle
 from simpact.core.jsonio import write_json
+from simpact.core.rundir import prepare_out
 from simpact.core.scene import Scene
 from simpact.tasks import Task, list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
@@ -63,7 +64,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
     seed(args.seed)
     plan = None if args.plan == "reference" else _plan(args.plan)
     task, scene, world = _world(args.task, args.seed)
-    out = new_out(args.out, args.overwrite)
+    out = prepare_out(args.out, overwrite=args.overwrite)
     if plan is None:
         plan = task.reference_plan(scene, world.start_pose(), args.seed)
     rollout = world.rollout(plan, tail_s=task.tail_s)
@@ -112,7 +113,7 @@ def cmd_rollout(args: argparse.Namespace) -> None:
 def cmd_render(args: argparse.Namespace) -> None:
     seed(args.seed)
     task, _, world = _world(args.task, args.seed, args.camera)
-    new_out(args.out, args.overwrite)
+    prepare_out(args.out, overwrite=args.overwrite)
     frame = world.render()
     frame.metadata.update({"task": task.name, "seed": args.seed, "instruction": task.instruction})
     out = write_frame_bundle(frame, args.out)
