@@ -47,10 +47,12 @@ from simpact.core.errors import SimpactError
 from simpact.core.expressions import ExpressionError, evaluate
 from simpact.core.rollout import Rollout
 from simpact.core.scene import Scene, SceneError
+from simpact.goals import Goal, GoalError, GoalHint, goal_names, parse_goal
 
 __all__ = [
     "Check",
     "Evaluation",
+    "GoalHint",
     "SkeletonStep",
     "Task",
     "TaskError",
@@ -236,8 +238,10 @@ def load_task(name_or_path: str | Path) -> Task:
     return Task(raw, path)
 
 
-_REQUIRED = {"name", "instruction", "objects", "success", "reference"}
+_REQUIRED = {"name", "instruction", "objects", "reference"}
 _OPTIONAL = {
+    "success",
+    "goal",
     "tail_s",
     "robot",
     "table_size",
@@ -301,15 +305,35 @@ class Task:
         self.instruction: str = raw["instruction"]
         self.tail_s = float(raw.get("tail_s", 1.0))
         """Hold after the plan before the success check, s."""
-        self.success_params: dict[str, Any] = dict(raw["success"])
-        self._check: Check = load_check(
-            str(self.success_params.pop("check", self.name)), path.parent if path else Path.cwd(), self.name
-        )
+        if ("goal" in raw) == ("success" in raw):
+            raise TaskError(
+                f"task config {path}: give either 'goal' (predicates in YAML) or 'success' (a Python check)"
+            )
+        self.goal: Goal | None = None
+        """The goal's predicates (a task written in goal YAML), or ``None`` for a Python check."""
+        self.success_params: dict[str, Any] = dict(raw.get("success", {}))
+        self._check: Check | None = None
+        if "goal" in raw:
+            try:
+                self.goal = parse_goal(raw["goal"], f"task {raw['name']}: goal")
+            except GoalError as exc:
+                raise TaskError(str(exc)) from None
+        else:
+            self._check = load_check(
+                str(self.success_params.pop("check", self.name)),
+                path.parent if path else Path.cwd(),
+                self.name,
+            )
         self.skeleton: tuple[SkeletonStep, ...] | None = (
             _parse_skeleton(raw["skeleton"], f"task {self.name}") if "skeleton" in raw else None
         )
         """The symbolic skeleton with open parameter ranges, or ``None``."""
         self.nominal_scene = self.scene(0)
+        if self.goal is not None:
+            try:
+                self.goal.check_names(self.nominal_scene, goal_names(self.nominal_scene, self.targets(0)))
+            except GoalError as exc:
+                raise TaskError(f"task {self.name}: {exc}") from None
 
     # --- scenes ------------------------------------------------------------------------------------------
     def _sample(self, seed: int) -> tuple[dict[str, Any], dict[str, float]]:
@@ -448,6 +472,24 @@ class Task:
         )
 
     def evaluate(self, rollout: Rollout, scene: Scene, seed: int = 0) -> Evaluation:
-        """The task's own success check and progress score for a rollout of ``scene``."""
+        """The task's own success check and progress score for a rollout of ``scene``: its goal's
+        predicates, or its Python check."""
+        if self.goal is not None:
+            try:
+                outcome = self.goal.evaluate(rollout, scene, goal_names(scene, self.targets(seed)))
+            except GoalError as exc:
+                raise TaskError(f"task {self.name}: {exc}") from None
+            return Evaluation(outcome.ok, float(np.clip(outcome.score, 0.0, 1.0)), outcome.details)
+        assert self._check is not None
         result = self._check(rollout, scene, self.targets(seed), self.success_params)
         return Evaluation(bool(result.success), float(np.clip(result.score, 0.0, 1.0)), result.details)
+
+    def goal_hints(self, scene: Scene, seed: int = 0) -> list[GoalHint]:
+        """What the goal asks of each object in ``scene`` (globs expanded, points resolved), for planners that
+        build motions from it; empty for a task whose check is Python."""
+        if self.goal is None:
+            return []
+        try:
+            return self.goal.hints(scene, goal_names(scene, self.targets(seed)))
+        except GoalError as exc:
+            raise TaskError(f"task {self.name}: {exc}") from None
