@@ -14,9 +14,11 @@ __all__ = [
     "PALETTE",
     "cloud_mesh_overlay",
     "colour",
+    "fit_overlay",
     "look_at",
     "mask_overlay",
     "save_png",
+    "shaded_render",
     "side_by_side",
 ]
 
@@ -215,3 +217,49 @@ def side_by_side(images: Sequence[np.ndarray], titles: Sequence[str]) -> np.ndar
         _label(panel, title, (8, 20), (255, 255, 255), 0.6)
         panels.append(panel)
     return np.concatenate(panels, axis=1)
+
+
+def shaded_render(index: np.ndarray, normals: np.ndarray, colours: Sequence[Sequence[float]]) -> np.ndarray:
+    """A flat-shaded picture of a ray-cast render: each pixel's object colour (``colours[index]``, RGB in
+    [0, 1]) lit from the camera by the surface normal (camera frame); black where nothing is hit."""
+    img = np.zeros(index.shape + (3,), np.float64)
+    light = np.clip(np.abs(np.nan_to_num(normals[..., 2])), 0.0, 1.0)[..., None]
+    for i, c in enumerate(colours):
+        hit = index == i
+        img[hit] = np.asarray(c[:3], np.float64) * 255.0 * (0.35 + 0.65 * light[hit])
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def fit_overlay(
+    rgb: np.ndarray,
+    index: np.ndarray,
+    normals: np.ndarray,
+    names: Sequence[str],
+    masks: dict[str, np.ndarray],
+    verdicts: dict[str, str],
+    alpha: float = 0.45,
+) -> np.ndarray:
+    """The rendered scene blended over the photo (each object in its palette colour, shaded), the render's
+    outline of each object in its colour, the observed mask's outline in white, and the name and verdict."""
+    import cv2
+
+    tint = shaded_render(index, normals, [[c / 255.0 for c in colour(i)] for i in range(len(names))])
+    hit = (index >= 0) & (index < len(names))
+    img = rgb.astype(np.float32).copy()
+    img[hit] = (1 - alpha) * img[hit] + alpha * tint[hit].astype(np.float32)
+    out = np.ascontiguousarray(np.clip(img, 0, 255).astype(np.uint8))
+    for i, name in enumerate(names):
+        mask = masks.get(name)
+        if mask is not None and mask.any():
+            contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            cv2.drawContours(out, contours, -1, (255, 255, 255), 1)
+        rendered = index == i
+        if rendered.any():
+            contours, _ = cv2.findContours(
+                rendered.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE
+            )
+            cv2.drawContours(out, contours, -1, colour(i), 2)
+            ys, xs = np.nonzero(rendered)
+            _label(out, f"{name}: {verdicts.get(name, '?')}", (int(xs.min()), int(ys.min()) - 4), colour(i))
+    _label(out, "render from the photo's camera; white: masks", (8, 20), (255, 255, 255), 0.5)
+    return out

@@ -45,8 +45,16 @@ import mujoco
 import numpy as np
 import trimesh
 
+from real2sim.fitscore import fit_warnings, score_geometries
 from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
-from real2sim.overlays import cloud_mesh_overlay, mask_overlay, save_png, side_by_side
+from real2sim.overlays import (
+    cloud_mesh_overlay,
+    fit_overlay,
+    mask_overlay,
+    save_png,
+    shaded_render,
+    side_by_side,
+)
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
@@ -56,9 +64,9 @@ from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 from simpact.core.scene import RobotStart, Scene, SceneObject
-from simpact.guard.settle import placed_state, settle_check
+from simpact.guard.settle import settle_check
 from solvers.mujoco import meshes
-from solvers.mujoco.render import CameraSpec, Renderer
+from solvers.mujoco.render import CameraSpec
 from solvers.mujoco.world import mujoco_access
 from solvers.world import World, make_world
 
@@ -131,6 +139,11 @@ class Real2SimResult:
     files: dict[str, str] = dataclasses.field(default_factory=dict)
     world: World | None = None
     """The World built from ``scene`` (None when it has no objects)."""
+    fit: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """How well the scene explains the measured depth (:mod:`real2sim.fitscore`): per object ``iou``,
+    ``depth_residual_m``, ``verdict`` ...; ``table``."""
+    renders: dict[str, np.ndarray] = dataclasses.field(default_factory=dict, repr=False)
+    """The ray-cast render from the photo's camera (``depth``, ``index``, ``normals``), for the overlays."""
 
     @property
     def names(self) -> list[str]:
@@ -147,6 +160,7 @@ class Real2SimResult:
             "frame": self.frame_info,
             "settle": settle,
             "clean": None if settle is None else settle["clean"],
+            "fit": self.fit,
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
             "warnings": list(self.warnings),
             "files": dict(self.files),
@@ -534,11 +548,28 @@ def assemble(
     t = time.perf_counter()
     result.scene, result.objects = _scene(result, names, frame, masks, out_dir)
     timings["scene"] = time.perf_counter() - t
+    _score_fit(result, frame, masks, T_world_cam, table)
     if result.scene.objects:
         _simulate(result, frame, T_world_cam, config)
     if out_dir is not None:
         write_outputs(result, frame, masks, out_dir, config)
     return result
+
+
+def _score_fit(
+    result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], T_world_cam: np.ndarray, table: Any
+) -> None:
+    """The fit score of the placed rigid objects seen from the photo's camera (into ``result.fit``, each
+    object's ``scene.json`` entry and, for a poor fit, ``result.warnings``)."""
+    t = time.perf_counter()
+    rigid = {n: g for n, g in result.geometries.items() if n not in result.particles}
+    by_name = {n: masks[g.label] for n, g in rigid.items() if g.label in masks}
+    result.fit, result.renders = score_geometries(rigid, by_name, frame.depth, T_world_cam, frame.K, table)
+    for entry in result.objects:
+        if entry["name"] in result.fit["objects"]:
+            entry["fit"] = result.fit["objects"][entry["name"]]
+    result.warnings.extend(fit_warnings(result.fit))
+    result.timings_s["fit"] = time.perf_counter() - t
 
 
 def _scene(
@@ -656,15 +687,18 @@ def _overlays(
             meshes.append((n, world_vertices(g), np.asarray(g.mesh.faces)))
     save_png(cloud_mesh_overlay(frame.rgb, points, colours, meshes, T_world_cam, frame.K), out / "meshes.png")
     files["meshes.png"] = "meshes.png"
-    if config.render and result.world is not None:
-        try:
-            render = _render_placed(result.world)
-        except Exception as exc:  # no OpenGL context: keep everything else, say why the picture is missing
-            result.warnings.append(f"scene_vs_photo.png not rendered: {type(exc).__name__}: {exc}")
-        else:
-            pair = side_by_side([frame.rgb, render], ["photo", "simulated scene (as placed)"])
-            save_png(pair, out / "scene_vs_photo.png")
-            files["scene_vs_photo.png"] = "scene_vs_photo.png"
+    if config.render and result.renders:
+        names = list(result.fit.get("objects", {}))
+        index, normals = result.renders["index"], result.renders["normals"]
+        rgba = {o["name"]: o["rgba"] for o in result.objects}
+        render = shaded_render(index, normals, [rgba[n] for n in names])
+        pair = side_by_side([frame.rgb, render], ["photo", "simulated scene (as placed), photo's camera"])
+        save_png(pair, out / "scene_vs_photo.png")
+        files["scene_vs_photo.png"] = "scene_vs_photo.png"
+        by_name = {n: masks[result.geometries[n].label] for n in names if result.geometries[n].label in masks}
+        verdicts = {n: str(s.get("verdict")) for n, s in result.fit.get("objects", {}).items()}
+        save_png(fit_overlay(frame.rgb, index, normals, names, by_name, verdicts), out / "overlay.png")
+        files["overlay.png"] = "overlay.png"
     return files
 
 
@@ -679,14 +713,6 @@ def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 80_000) -> t
     y = (v - K[1, 2]) * z / K[1, 1]
     cam = np.stack([x, y, z], axis=1)
     return cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3], frame.rgb[v, u]
-
-
-def _render_placed(world: World) -> np.ndarray:
-    mj = mujoco_access(world)
-    data = mj.new_data()
-    placed_state(world, data)
-    with Renderer(mj.model, camera=mj.camera) as renderer:
-        return renderer.render_rgb(data, shadows=False)
 
 
 # --- reading a scene back -----------------------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""The fit score: a scene rendered from the photo's camera against the depth it came from."""
+
+from __future__ import annotations
+
+import numpy as np
+import trimesh
+
+from real2sim.fitscore import fit_scores, fit_warnings, render_depth, verdict
+
+K = np.array([[500.0, 0.0, 80.0], [0.0, 500.0, 60.0], [0.0, 0.0, 1.0]])
+H, W = 120, 160
+T_WORLD_CAM = np.eye(4)  # world = camera frame here
+
+
+def _box(
+    centre: tuple[float, float, float], size: tuple[float, float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    m = trimesh.creation.box(size)
+    m.apply_translation(centre)
+    return np.asarray(m.vertices), np.asarray(m.faces)
+
+
+def test_render_depth_sees_the_front_face_at_its_depth() -> None:
+    depth, index, normals = render_depth([_box((0, 0, 1.0), (0.1, 0.1, 0.1))], T_WORLD_CAM, K, H, W)
+    assert index[60, 80] == 0 and index[0, 0] == -1
+    assert abs(depth[60, 80] - 0.95) < 1e-6  # front face: 1.0 - 0.05 m
+    assert abs(abs(normals[60, 80, 2]) - 1.0) < 1e-6
+    # 0.1 m at 0.95 m is 500 * 0.1 / 0.95 ≈ 52.6 px wide
+    assert 50 <= int(index[60].__eq__(0).sum()) <= 55
+
+
+def test_a_scene_that_explains_its_depth_scores_good_and_a_shifted_one_poor() -> None:
+    truth = [_box((0, 0, 1.0), (0.1, 0.1, 0.1))]
+    depth, index, _ = render_depth(truth, T_WORLD_CAM, K, H, W)
+    mask = {"box": index == 0}
+    good, _ = fit_scores(["box"], truth, mask, depth, T_WORLD_CAM, K)
+    s = good["objects"]["box"]
+    assert s["iou"] == 1.0 and s["depth_residual_m"] == 0.0 and s["verdict"] == "good"
+    assert fit_warnings(good) == []
+    # 2 cm too far and 2 cm to the side: the silhouettes part and the depth is off.
+    moved = [_box((0.02, 0, 1.02), (0.1, 0.1, 0.1))]
+    poor, _ = fit_scores(["box"], moved, mask, depth, T_WORLD_CAM, K)
+    p = poor["objects"]["box"]
+    assert p["iou"] < 0.85 and abs(p["depth_residual_m"] - 0.02) < 1e-3 and p["verdict"] == "poor"
+    assert "poor" in fit_warnings(poor)[0] and "'box'" in fit_warnings(poor)[0]
+
+
+def test_an_unmodelled_occluder_is_left_out_of_both_silhouettes() -> None:
+    truth = [_box((0, 0, 1.0), (0.1, 0.1, 0.1))]
+    depth, index, _ = render_depth(truth, T_WORLD_CAM, K, H, W)
+    mask = index == 0
+    # Something not in the scene hides the box's left half, 0.3 m in front of it.
+    hidden = mask & (np.arange(W)[None, :] < 80)
+    depth = np.where(hidden, 0.6, depth)
+    scores, _ = fit_scores(["box"], truth, {"box": mask & ~hidden}, depth, T_WORLD_CAM, K)
+    assert scores["objects"]["box"]["iou"] == 1.0
+
+
+def test_scores_are_bit_identical_across_runs() -> None:
+    truth = [_box((0.01, -0.02, 0.9), (0.08, 0.12, 0.05))]
+    depth, index, _ = render_depth(truth, T_WORLD_CAM, K, H, W)
+    noisy = depth + np.random.default_rng(0).normal(0, 0.002, depth.shape) * (depth > 0)
+    a, ra = fit_scores(["b"], truth, {"b": index == 0}, noisy, T_WORLD_CAM, K)
+    b, rb = fit_scores(["b"], truth, {"b": index == 0}, noisy, T_WORLD_CAM, K)
+    assert a == b and np.array_equal(ra["depth"], rb["depth"])
+    assert verdict(0.9, 0.004) == "good" and verdict(0.7, 0.01) == "check" and verdict(0.9, None) == "poor"
