@@ -24,10 +24,13 @@ __all__ = [
     "YCB_SIZES_M",
     "REAL_FRAMES",
     "SharedDataMissing",
+    "discover_real_frames",
     "read_any_frame",
+    "read_cleargrasp_frame",
     "read_graspnet_frame",
     "read_graspnet_object_points",
     "read_posecnn_frame",
+    "read_uois_frame",
     "shared_data_dir",
 ]
 
@@ -161,18 +164,109 @@ def read_graspnet_object_points(npy_path: str | os.PathLike[str]) -> np.ndarray:
     return pts[np.isfinite(pts).all(axis=1)]
 
 
+def _intrinsics_yaml(path: Path) -> np.ndarray:
+    """K (3x3) from a ClearGrasp ``camera_intrinsics.yaml`` (``fx``, ``fy``, ``cx``, ``cy`` lines)."""
+    if not path.is_file():
+        raise FrameError(f"{path}: missing file (the camera intrinsics of the frames beside it)")
+    values: dict[str, float] = {}
+    for line in path.read_text().splitlines():
+        key, _, rest = line.partition(":")
+        try:
+            values[key.strip()] = float(rest.split("#")[0])
+        except ValueError:
+            continue
+    try:
+        return np.array(
+            [[values["fx"], 0.0, values["cx"]], [0.0, values["fy"], values["cy"]], [0.0, 0.0, 1.0]]
+        )
+    except KeyError as err:
+        raise FrameError(f"{path}: no {err.args[0]} in the camera intrinsics") from None
+
+
+def read_cleargrasp_frame(rgb_path: str | os.PathLike[str]) -> Frame:
+    """A ClearGrasp real test frame: ``N-opaque-rgb-img.jpg`` (or ``-transparent-``), the
+    ``N-<variant>-depth-img.npy`` beside it (float, m; 0 or NaN invalid) and the folder's
+    ``camera_intrinsics.yaml``. The ``transparent`` variant's depth is the sensor's on glass: wrong or missing
+    on the objects (the dataset's point); the ``opaque`` one is the same scene with painted copies."""
+    rgb_file = Path(rgb_path)
+    if not rgb_file.name.endswith("-rgb-img.jpg"):
+        raise FrameError(f"{rgb_file}: a ClearGrasp colour image is named N-<variant>-rgb-img.jpg")
+    depth_file = rgb_file.with_name(rgb_file.name[: -len("-rgb-img.jpg")] + "-depth-img.npy")
+    for f in (rgb_file, depth_file):
+        if not f.is_file():
+            raise FrameError(f"{f}: missing file")
+    depth = np.asarray(np.load(depth_file), dtype=np.float32)
+    depth[~np.isfinite(depth) | (depth < 0)] = 0.0
+    return Frame(
+        rgb=np.asarray(Image.open(rgb_file).convert("RGB"), dtype=np.uint8),
+        depth=depth,
+        K=_intrinsics_yaml(rgb_file.parent / "camera_intrinsics.yaml"),
+        metadata={"source": str(rgb_file), "format": "cleargrasp"},
+    )
+
+
+def read_uois_frame(npy_path: str | os.PathLike[str]) -> Frame:
+    """A UOIS example frame: a pickled dict with ``rgb`` (uint8) and ``depth`` (uint16, mm), and the folder's
+    ``camera_params.json`` (``fx``, ``fy``, ``x_offset``, ``y_offset``)."""
+    import json
+
+    path = Path(npy_path)
+    data = _load_graspnet(path)
+    if "rgb" not in data or "depth" not in data:
+        raise FrameError(f"{path}: missing keys {[k for k in ('rgb', 'depth') if k not in data]}")
+    params_file = path.parent / "camera_params.json"
+    try:
+        c = json.loads(params_file.read_text())
+        K = np.array([[c["fx"], 0.0, c["x_offset"]], [0.0, c["fy"], c["y_offset"]], [0.0, 0.0, 1.0]], float)
+    except (OSError, ValueError, KeyError) as err:
+        raise FrameError(f"{params_file}: cannot read the camera intrinsics ({err})") from None
+    return Frame(
+        rgb=np.asarray(data["rgb"], dtype=np.uint8),
+        depth=(np.asarray(data["depth"], dtype=np.float64) / 1000.0).astype(np.float32),
+        K=K,
+        metadata={"source": str(path), "format": "uois"},
+    )
+
+
+def _frame_format(p: Path) -> str | None:
+    """Which reader a file is for (by name and folder), or None."""
+    if p.name.endswith("-color.png"):
+        return "posecnn"
+    if p.name.endswith("-rgb-img.jpg"):
+        return "cleargrasp"
+    if p.suffix == ".npy" and (p.parent / "camera_params.json").is_file():
+        return "uois"
+    if p.suffix == ".npy" and not p.name.endswith("-depth-img.npy"):
+        return "6dof_graspnet"
+    return None
+
+
 def read_any_frame(path: str | os.PathLike[str]) -> Frame:
-    """Read a frame bundle directory, a PoseCNN ``*-color.png`` or a GraspNet ``*.npy``."""
+    """Read a frame bundle directory, a PoseCNN ``*-color.png``, a ClearGrasp ``*-rgb-img.jpg``, a UOIS
+    ``*.npy`` (beside ``camera_params.json``) or a GraspNet ``*.npy``."""
     p = Path(path)
     if p.is_dir():
         return read_frame_bundle(p)
-    if p.name.endswith("-color.png"):
-        return read_posecnn_frame(p)
-    if p.suffix == ".npy":
-        return read_graspnet_frame(p)
+    kind = _frame_format(p)
+    readers = {
+        "posecnn": read_posecnn_frame,
+        "cleargrasp": read_cleargrasp_frame,
+        "uois": read_uois_frame,
+        "6dof_graspnet": read_graspnet_frame,
+    }
+    if kind is not None:
+        return readers[kind](p)
     if not p.exists():
         raise FrameError(f"{p}: no such file or directory")
     raise FrameError(
-        f"{p}: unknown frame format; expected a bundle directory, a PoseCNN NNNNNN-color.png or a "
-        "6-DoF GraspNet .npy"
+        f"{p}: unknown frame format; expected a bundle directory, a PoseCNN NNNNNN-color.png, a ClearGrasp "
+        "N-opaque-rgb-img.jpg, a UOIS or 6-DoF GraspNet .npy"
     )
+
+
+def discover_real_frames(root: str | os.PathLike[str]) -> list[str]:
+    """Every frame file under ``root`` (recursively) that :func:`read_any_frame` reads, as paths relative to
+    ``root``'s parent (``rgbd/posecnn/000001-color.png``), sorted: new frames dropped in are found."""
+    base = Path(root)
+    found = [p for p in base.rglob("*") if p.is_file() and _frame_format(p) is not None]
+    return sorted(str(p.relative_to(base.parent)) for p in found)

@@ -261,5 +261,5 @@ def fit_overlay(
             cv2.drawContours(out, contours, -1, colour(i), 2)
             ys, xs = np.nonzero(rendered)
             _label(out, f"{name}: {verdicts.get(name, '?')}", (int(xs.min()), int(ys.min()) - 4), colour(i))
-    _label(out, "render from the photo's camera; white: masks", (8, 20), (255, 255, 255), 0.5)
+    _label(out, "render from the photo camera, white: masks", (8, 20), (255, 255, 255), 0.5)
     return out

@@ -36,6 +36,7 @@ from real2sim.datasets import (
     REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
+    discover_real_frames,
     read_any_frame,
     read_graspnet_object_points,
     shared_data_dir,
@@ -60,7 +61,9 @@ __all__ = [
 TARGETS = {
     "rendered_position_cm": 1.0,
     "rendered_extent_pct": 10.0,
-    "real_extent_pct": 20.0,
+    "real_extent_pct": 10.0,
+    "real_iou_min": 0.85,
+    "real_depth_residual_mm": 5.0,
     "seconds_per_frame": 10.0,
 }
 
@@ -265,7 +268,7 @@ def _extent_error(est: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(est - ref) / ref) * 100)
 
 
-def bench_real(relpath: str, known: dict[str, str | None], out: Path, config: Any) -> dict[str, Any]:
+def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, config: Any) -> dict[str, Any]:
     """real2sim on one real frame with the labels of the objects known to be in it.
 
     Each object's ``reference`` says what its ``extent_pct`` compares against: ``ycb`` (the listed size of
@@ -275,9 +278,8 @@ def bench_real(relpath: str, known: dict[str, str | None], out: Path, config: An
     surface, so a completed hidden side can only make the footprint longer than theirs."""
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
-    labels = list(known)
     t0 = time.perf_counter()
-    result = run_real2sim(frame, labels=labels, out=out, config=config)
+    result = run_real2sim(frame, labels=list(known) if known else None, out=out, config=config)
     wall = time.perf_counter() - t0
     pc_extent, pc_owner = None, None
     if frame.metadata.get("format") == "6dof_graspnet":
@@ -285,19 +287,30 @@ def bench_real(relpath: str, known: dict[str, str | None], out: Path, config: An
         pc = read_graspnet_object_points(path) @ T[:3, :3].T + T[:3, 3]
         pc_extent = points_extent(pc)
         names = [
-            result.labels.name_of(lab) for lab in labels if result.labels.name_of(lab) in result.geometries
+            result.labels.name_of(lab)
+            for lab in result.labels.labels
+            if result.labels.name_of(lab) in result.geometries
         ]
         if names:
             centre = pc[:, :2].mean(axis=0)
             pc_owner = min(
                 names, key=lambda n: float(np.linalg.norm(result.geometries[n].position[:2] - centre))
             )
+    if not known:  # no reference table entry: every region found, scored by its fit alone
+        known = {g.label: None for g in result.geometries.values()}
+    labels = list(known)
     objects: dict[str, Any] = {}
     for label in labels:
-        name = result.labels.name_of(label)
+        name = result.labels.name_of(label) if result.labels.labels else label
         ycb = known[label]
         reference = "ycb" if ycb is not None else "object_pc" if pc_extent is not None else "none"
         entry: dict[str, Any] = {"found": name in result.geometries, "reference": reference}
+        fit = result.fit.get("objects", {}).get(name)
+        if fit is not None:
+            entry["iou"] = fit["iou"]
+            entry["verdict"] = fit["verdict"]
+            if fit.get("depth_residual_m") is not None:
+                entry["depth_residual_mm"] = round(1000 * fit["depth_residual_m"], 3)
         if name in result.geometries:
             g = result.geometries[name]
             est = np.sort(np.asarray(g.extent, dtype=float))
@@ -320,9 +333,13 @@ def bench_real(relpath: str, known: dict[str, str | None], out: Path, config: An
         objects[name] = entry
     return {
         "frame": relpath,
+        "labelled": bool(result.labels.labels),
         "objects": objects,
         "found": sum(o["found"] for o in objects.values()),
-        "present": len(labels),
+        "present": len(labels) if result.labels.labels else None,
+        "table_residual_mm": (
+            None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
+        ),
         "seconds": wall,
         "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
         "settle_clean": None if result.settle is None else result.settle.clean,
@@ -339,14 +356,16 @@ def run_real2sim_bench(
     real: bool = True,
     progress: Callable[[dict[str, Any]], None] | None = None,
     config: Any = None,
+    real_frames: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Score real2sim on rendered task frames and the real frames; write ``out/result.json``."""
+    """Score real2sim on rendered task frames and the real frames (``real_frames``: paths relative to the
+    shared data folder; default every frame found under its ``rgbd``); write ``out/result.json``."""
     config = config or Real2SimConfig()
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     errors: list[dict[str, Any]] = []
     rendered = _bench_rendered_frames(tasks, seeds, root, config, progress, errors)
-    real_frames: list[dict[str, Any]] = []
+    real_records: list[dict[str, Any]] = []
     skipped = None
     if real:
         try:
@@ -354,14 +373,14 @@ def run_real2sim_bench(
         except SharedDataMissing as exc:
             skipped = str(exc)
         else:
-            real_frames = _bench_real_frames(root, config, progress, errors)
-    summary, met = _summarise(rendered, real_frames)
+            real_records = _bench_real_frames(root, config, progress, errors, real_frames)
+    summary, met = _summarise(rendered, real_records)
     result = {
         "targets": TARGETS,
         "targets_met": met,
         "summary": summary,
         "rendered": rendered,
-        "real": real_frames,
+        "real": real_records,
         "real_skipped": skipped,
         "errors": len(errors),
     }
@@ -398,13 +417,16 @@ def _bench_real_frames(
     config: Any,
     progress: Callable[[dict[str, Any]], None] | None,
     errors: list[dict[str, Any]],
+    frames: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per real frame; a failed frame's record is also appended to ``errors``."""
+    """One record per real frame (``frames``, default every frame under ``rgbd``; labels and reference sizes
+    from :data:`REAL_FRAMES` where it lists the frame, else every region unlabelled); a failed frame's record
+    is also appended to ``errors``."""
     real_frames = []
-    for relpath, known in REAL_FRAMES.items():
+    for relpath in discover_real_frames(shared_data_dir("rgbd")) if frames is None else frames:
         slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
         try:
-            record = bench_real(relpath, known, root / "real" / slug, config)
+            record = bench_real(relpath, REAL_FRAMES.get(relpath), root / "real" / slug, config)
         except Exception as exc:
             record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
             errors.append(record)
@@ -442,9 +464,15 @@ def _summarise(
             "extent_pct": _summary(values(real_frames, "extent_pct")),
             "support_gap_cm": _summary([abs(v) for v in values(real_frames, "support_gap_cm")]),
             "found": [
-                sum(r.get("found", 0) for r in real_frames),
-                sum(r.get("present", 0) for r in real_frames),
+                sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
+                sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
             ],
+            "iou": _summary(values(real_frames, "iou")),
+            "depth_residual_mm": _summary(values(real_frames, "depth_residual_mm")),
+            "verdicts": {
+                v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
+                for v in ("good", "check", "poor")
+            },
         },
         "seconds_per_frame": _summary(seconds),
     }
@@ -457,6 +485,14 @@ def _summarise(
         "rendered_position_cm": within(_summary(values(rendered, "position_cm")), "rendered_position_cm"),
         "rendered_extent_pct": within(_summary(values(rendered, "extent_pct")), "rendered_extent_pct"),
         "real_extent_pct": within(_summary(values(real_frames, "extent_pct")), "real_extent_pct"),
+        "real_iou_min": (
+            None
+            if not values(real_frames, "iou")
+            else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
+        ),
+        "real_depth_residual_mm": within(
+            _summary(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"
+        ),
         "seconds_per_frame": within(_summary(seconds), "seconds_per_frame"),
     }
     return summary, met
@@ -465,7 +501,7 @@ def _summarise(
 def format_table(result: dict[str, Any]) -> str:
     """One line per object: frame, object, errors."""
     head = f"{'frame':<34} {'object':<18} {'pos cm':>7} {'rot deg':>8} {'ext %':>6} {'IoU':>5} {'s':>5}"
-    lines = [f"{head} {'ref':<9} {'pc ext %':>8}"]
+    lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} verdict"]
     for r in result["rendered"] + result["real"]:
         if "error" in r:
             lines.append(f"{r['frame']:<34} error: {r['error']}")
@@ -479,8 +515,10 @@ def format_table(result: dict[str, Any]) -> str:
             errors = (
                 f"{f('position_cm', '7.2f'):>7} {f('rotation_deg', '8.1f'):>8} {f('extent_pct', '6.1f'):>6}"
             )
+            iou = f("mask_iou", "5.2f") if "mask_iou" in o else f("iou", "5.2f")
             lines.append(
-                f"{r['frame']:<34} {name + found:<18} {errors} {f('mask_iou', '5.2f'):>5} "
-                f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8}"
+                f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
+                f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
+                f"{f('depth_residual_mm', '6.1f'):>6} {o.get('verdict', '')}"
             )
     return "\n".join(lines)

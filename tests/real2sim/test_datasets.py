@@ -74,3 +74,23 @@ def test_graspnet_frames_ship_their_object_points() -> None:
     assert pts.ndim == 2 and pts.shape[1] == 3 and len(pts) > 1000 and np.isfinite(pts).all()
     assert 0.3 < np.median(pts[:, 2]) < 1.5  # camera frame: about half a metre in front of the camera
     assert REAL_FRAMES["rgbd/6dof_graspnet/green_bowl.npy"] == {"green bowl": None}  # not the YCB bowl
+
+
+def test_every_real_frame_under_rgbd_is_discovered_and_read(tmp_path: Path) -> None:
+    from real2sim.datasets import discover_real_frames
+
+    frames = discover_real_frames(_data("rgbd"))
+    assert set(REAL_FRAMES) <= set(frames)  # the frames with reference sizes are among those found
+    formats = {read_any_frame(_data(rel)).metadata["format"] for rel in frames}
+    assert {"posecnn", "6dof_graspnet"} <= formats
+    for rel in frames:
+        if "cleargrasp" in rel or "uois" in rel:
+            frame = read_any_frame(_data(rel))
+            valid = frame.depth[frame.depth > 0]
+            assert frame.depth.shape == frame.rgb.shape[:2] and 0.2 < np.median(valid) < 2.0, rel
+            assert frame.K[0, 0] > 500 and frame.K[2, 2] == 1.0
+    # A frame dropped into the folder is found without code changes; other files are not frames.
+    (tmp_path / "rgbd" / "new").mkdir(parents=True)
+    (tmp_path / "rgbd" / "new" / "000042-color.png").write_bytes(b"")
+    (tmp_path / "rgbd" / "new" / "LICENSE").write_text("x")
+    assert discover_real_frames(tmp_path / "rgbd") == ["rgbd/new/000042-color.png"]
