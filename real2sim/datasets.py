@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,7 +249,7 @@ def read_any_frame(path: str | os.PathLike[str]) -> Frame:
     if p.is_dir():
         return read_frame_bundle(p)
     kind = _frame_format(p)
-    readers = {
+    readers: dict[str, Callable[[Path], Frame]] = {
         "posecnn": read_posecnn_frame,
         "cleargrasp": read_cleargrasp_frame,
         "uois": read_uois_frame,
