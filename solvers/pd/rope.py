@@ -1,0 +1,490 @@
+"""A rope simulated by projective dynamics (Bouaziz et al. 2014) in PyTorch, B ropes in one tensor.
+
+The rope is a chain of N particles (N - 1 segments of rest length ``l0``). Per step of ``h`` seconds:
+
+- inertia: ``y = x + h v + h^2 g``;
+- local step: each segment's target ``p = l0 (x_{i+1} - x_i) / |x_{i+1} - x_i|`` (stretch); bending asks
+  every second difference ``x_{i-1} - 2 x_i + x_{i+1}`` to vanish (a straight rest shape: linear, so it
+  lives in the matrix only);
+- global step: ``(M / h^2 + w_s S^T S + w_b D^T D) x = M y / h^2 + w_s S^T p``, the same N x N matrix for
+  x, y and z and for every rope; held and pinned particles are eliminated symmetrically (their rows and
+  columns replaced by the identity), so they sit exactly where the grip or the pin puts them. The matrix
+  is inverted once per (step length, constrained set) and cached: a solve is one batched matmul
+  (``bench`` measured this against a prefactored Cholesky, a banded Cholesky and scipy's sparse LU);
+- after each global step, particles are pushed out of the table and the colliders' boxes (inflated by the
+  rope's radius); after the last, velocities ``(x - x_n) / h`` get Coulomb friction against every surface
+  they touch, relative to its motion, and a linear damping.
+
+Stiffness: ``w_s = EA / l0`` (N/m) and ``w_b = EI / l0^3`` (N/m) from the material's Young's modulus and the
+rope's radius (or ``stretch_stiffness`` EA in N and ``bending_stiffness`` EI in N m^2 directly). Grasping is
+:mod:`solvers.deformable`'s rule. Everything is float64 on the CPU; the same inputs give the same floats.
+
+This module imports torch at its top, so it is itself on the lazy-import list (pyproject): build it through
+:func:`solvers.deformable.build_solver`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch  # noqa: TID253  (this module is lazy itself: see the list in pyproject)
+
+from simpact.core.rotations import quat_rotate
+from simpact.core.scene import Scene, SceneError, SceneObject
+from solvers.deformable import Colliders, capture, held_positions
+
+__all__ = ["RopeParams", "RopeSolver", "rope_points", "rope_solver"]
+
+GRAVITY = np.array([0.0, 0.0, -9.81])
+"""m/s^2."""
+_CONTACT_SLOP = 1e-4
+"""A particle this close to a surface (m) after the solve touches it (gets friction)."""
+
+
+@dataclass(frozen=True)
+class RopeParams:
+    """A rope's physics. Units: m, kg, N, N m^2, 1/s."""
+
+    length: float
+    radius: float = 0.0075
+    mass: float = 0.03
+    """Whole rope, kg."""
+    segments: int = 40
+    stretch_stiffness: float = 177.0
+    """EA, N (Young's modulus 1 MPa on a 7.5 mm radius)."""
+    bending_stiffness: float = 2.5e-6
+    """EI, N m^2."""
+    friction: float = 0.5
+    """Coulomb coefficient of the rope's surface (the larger of the two surfaces' coefficients is used)."""
+    damping: float = 2.0
+    """Linear velocity decay rate, 1/s."""
+    iterations: int = 20
+    """Local/global iterations per step."""
+    chebyshev_rho: float = 0.99
+    """Spectral radius estimate of the Chebyshev semi-iterative acceleration (Wang 2015; 0: none). Plain
+    local/global iterations leave a stiff chain's slow (sagging) modes far from converged."""
+
+    def __post_init__(self) -> None:
+        checks = {
+            "length": self.length > 0,
+            "radius": self.radius > 0,
+            "mass": self.mass > 0,
+            "segments": self.segments >= 2,
+            "stretch_stiffness": self.stretch_stiffness > 0,
+            "bending_stiffness": self.bending_stiffness >= 0,
+            "friction": self.friction >= 0,
+            "damping": self.damping >= 0,
+            "iterations": self.iterations >= 1,
+        }
+        bad = [k for k, ok in checks.items() if not ok or not math.isfinite(float(getattr(self, k)))]
+        if bad:
+            raise SceneError(
+                f"rope parameters out of range: {', '.join(f'{k}={getattr(self, k)}' for k in bad)}"
+            )
+
+    @property
+    def rest(self) -> float:
+        """Segment rest length l0, m."""
+        return self.length / self.segments
+
+    @classmethod
+    def from_object(cls, obj: SceneObject, length: float, radius: float) -> RopeParams:
+        """A scene object's rope: ``material`` keys ``youngs_modulus`` (Pa), or ``stretch_stiffness`` (N) and
+        ``bending_stiffness`` (N m^2) directly; ``segments``, ``damping``, ``iterations``."""
+        m = dict(obj.material)
+        known = {
+            "model",
+            "youngs_modulus",
+            "poissons_ratio",
+            "density",
+            "stretch_stiffness",
+            "bending_stiffness",
+            "segments",
+            "damping",
+            "iterations",
+            "friction_angle",
+            "yield_stress",
+        }
+        unknown = set(m) - known
+        if unknown:
+            raise SceneError(f"object '{obj.name}': unknown rope material keys {sorted(unknown)}")
+        E = float(m.get("youngs_modulus", 1.0e6))
+        area, inertia = math.pi * radius**2, math.pi * radius**4 / 4
+        return cls(
+            length=length,
+            radius=radius,
+            mass=obj.mass,
+            segments=int(m.get("segments", max(2, round(length / 0.01)))),
+            stretch_stiffness=float(m.get("stretch_stiffness", E * area)),
+            bending_stiffness=float(m.get("bending_stiffness", E * inertia)),
+            friction=obj.friction,
+            damping=float(m.get("damping", cls.damping)),
+            iterations=int(m.get("iterations", cls.iterations)),
+        )
+
+
+def rope_points(obj: SceneObject, repo_root: Path | None = None) -> tuple[np.ndarray, float, float]:
+    """The rope's centre line (end points, (2, 3) m), length and radius (m) of a scene object: a cylinder
+    (``size`` = radius, length) along its local z axis, or the principal axis of its ``particles`` file."""
+    if obj.particles:
+        path = Path(obj.particles)
+        if not path.is_absolute() and repo_root is not None:
+            path = repo_root / path
+        try:
+            cloud = np.load(path)
+        except (OSError, ValueError) as exc:
+            raise SceneError(f"object '{obj.name}': cannot read particles {path}: {exc}") from None
+        if cloud.ndim != 2 or cloud.shape[1] != 3 or len(cloud) < 2 or not np.isfinite(cloud).all():
+            raise SceneError(f"object '{obj.name}': particles must be (N >= 2, 3) finite positions")
+        centre = cloud.mean(axis=0)
+        axis = np.linalg.svd(cloud - centre, full_matrices=False)[2][0]
+        s = (cloud - centre) @ axis
+        lateral = cloud - centre - np.outer(s, axis)
+        radius = (
+            float(obj.size[0])
+            if obj.shape == "cylinder"
+            else max(0.002, float(np.sqrt((lateral**2).sum(axis=1).mean())))
+        )
+        ends = centre + np.outer([s.min(), s.max()], axis)
+        return ends, float(s.max() - s.min()), radius
+    if obj.shape != "cylinder":
+        raise SceneError(
+            f"object '{obj.name}': a pd rope is a cylinder (size: radius, length) or a particles file"
+        )
+    radius, length = float(obj.size[0]), float(obj.size[1])
+    axis = quat_rotate(np.asarray(obj.quaternion, dtype=float), np.array([0.0, 0.0, 1.0]))
+    centre = np.asarray(obj.position, dtype=float)
+    return centre + np.outer([-length / 2, length / 2], axis), length, radius
+
+
+def rope_solver(obj: SceneObject, scene: Scene) -> RopeSolver:
+    """The batch-1 rope solver of a ``pd`` scene object, lying straight where the scene puts it (its lowest
+    point raised to rest on the table)."""
+    ends, length, radius = rope_points(obj)
+    params = RopeParams.from_object(obj, length, radius)
+    points = ends[0] + np.linspace(0.0, 1.0, params.segments + 1)[:, None] * (ends[1] - ends[0])
+    points[:, 2] += max(0.0, radius - points[:, 2].min())
+    return RopeSolver(obj.name, params, points, table_friction=scene.table_friction)
+
+
+class RopeSolver:
+    """B ropes stepped together (a :class:`solvers.deformable.DeformableSolver`).
+
+    ``points`` (N, 3) m: the start (every member); ``pinned``: indices of particles fixed where they start
+    (a rope hung from its ends)."""
+
+    def __init__(
+        self,
+        name: str,
+        params: RopeParams,
+        points: np.ndarray,
+        *,
+        batch: int = 1,
+        pinned: tuple[int, ...] = (),
+        table_friction: float = 0.5,
+    ) -> None:
+        points = np.asarray(points, dtype=np.float64)
+        if points.shape != (params.segments + 1, 3):
+            raise SceneError(f"rope '{name}': {params.segments + 1} points expected, got {points.shape}")
+        self.name = name
+        self.params = params
+        self.radius = params.radius
+        self.capture_width = 2.0 * params.radius
+        self.table_friction = table_friction
+        self.pinned = tuple(int(i) for i in pinned)
+        n = len(points)
+        self._x = torch.from_numpy(np.repeat(points[None], batch, axis=0).copy())
+        self._v = torch.zeros_like(self._x)
+        self._held = np.zeros((batch, n), dtype=bool)
+        self._local = np.zeros((batch, n, 3))
+        self._closed = np.zeros(batch, dtype=bool)
+        self._pin_mask = np.zeros(n, dtype=bool)
+        self._pin_mask[list(self.pinned)] = True
+        self._pin_pos = points.copy()
+        self._inverses: dict[tuple[float, bytes], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._matrices: dict[float, np.ndarray] = {}
+
+    # --- protocol ------------------------------------------------------------------------------------------
+    @property
+    def batch(self) -> int:
+        return int(self._x.shape[0])
+
+    def positions(self) -> np.ndarray:
+        return self._x.numpy().copy()
+
+    def velocities(self) -> np.ndarray:
+        """Particle velocities (B, N, 3), m/s."""
+        return self._v.numpy().copy()
+
+    def held(self) -> np.ndarray:
+        """Which particles (B, N) the gripper holds."""
+        return self._held.copy()
+
+    def snapshot(self) -> tuple[np.ndarray, ...]:
+        return (
+            self.positions(),
+            self.velocities(),
+            self._held.copy(),
+            self._local.copy(),
+            self._closed.copy(),
+        )
+
+    def restore(self, snapshot: Any) -> None:
+        x, v, held, local, closed = snapshot
+        if x.shape != tuple(self._x.shape):
+            raise ValueError(
+                f"rope snapshot of shape {x.shape} does not fit this solver ({tuple(self._x.shape)})"
+            )
+        self._x = torch.from_numpy(x.copy())
+        self._v = torch.from_numpy(v.copy())
+        self._held, self._local, self._closed = held.copy(), local.copy(), closed.copy()
+
+    def replicate(self, batch: int) -> RopeSolver:
+        if self.batch != 1:
+            raise ValueError("replicate() needs a batch-1 rope")
+        other = RopeSolver.__new__(RopeSolver)
+        other.__dict__.update(self.__dict__)
+        x, v, held, local, closed = self.snapshot()
+        other._inverses = dict(self._inverses)
+        other._matrices = dict(self._matrices)
+        other._x = torch.from_numpy(np.repeat(x, batch, axis=0))
+        other._v = torch.from_numpy(np.repeat(v, batch, axis=0))
+        other._held, other._local = np.repeat(held, batch, axis=0), np.repeat(local, batch, axis=0)
+        other._closed = np.repeat(closed, batch, axis=0)
+        return other
+
+    def with_params(self, **changes: Any) -> RopeSolver:
+        """The same rope (batch 1, at its current state) with some parameters changed."""
+        return RopeSolver(
+            self.name,
+            replace(self.params, **changes),
+            self.positions()[0],
+            pinned=self.pinned,
+            table_friction=self.table_friction,
+        )
+
+    # --- the step ------------------------------------------------------------------------------------------
+    def step(self, dt: float, colliders: Colliders | None = None) -> None:
+        """Advance every rope by ``dt`` s (see the module docstring); ``colliders`` None: only the table.
+
+        Torch runs on one thread during the step (restored after): these small products gain nothing from
+        threads, and the floats then do not depend on the machine's core count."""
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            self._step(float(dt), colliders)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _step(self, h: float, colliders: Colliders | None) -> None:
+        """One step; inside the iterations positions are laid out (N, B, 3) so that a shared inverse is one
+        (N, N) x (N, 3B) product."""
+        p = self.params
+        x0, v0 = self._x, self._v
+        constrained, targets = self._constraints(colliders)
+        inverse, gather = self._operators(h, constrained)
+        mass = p.mass / (p.segments + 1)
+        y = x0 + h * v0 + (h * h) * torch.from_numpy(GRAVITY)
+        cmask = torch.from_numpy(constrained)[..., None]
+        xc = torch.from_numpy(targets) * cmask
+        shift = (mass / (h * h)) * y - torch.matmul(torch.from_numpy(self._matrix(h)), xc)
+        base = _apply(inverse, torch.where(cmask, xc, shift)).transpose(0, 1).contiguous()  # (N, B, 3)
+        boxes = _near_boxes(colliders, x0.numpy(), p.radius)
+        floor = (0.0 if colliders is None else colliders.table_z) + p.radius
+        x = torch.where(cmask, xc, y).transpose(0, 1).contiguous()
+        previous, omega = x, 1.0
+        for k in range(p.iterations):
+            e = x[1:] - x[:-1]
+            directions = e / torch.linalg.vector_norm(e, dim=-1, keepdim=True).clamp_min(1e-12)
+            solved = _accumulate(base, gather, directions)
+            omega = _chebyshev(k, p.chebyshev_rho, omega)
+            if omega != 1.0:
+                solved = torch.lerp(previous, solved, omega)
+            solved[..., 2].clamp_(min=floor)
+            if len(boxes):
+                assert colliders is not None
+                push = _box_push(solved.transpose(0, 1), colliders, boxes, p.radius)[0]
+                solved = solved + torch.where(cmask, 0.0, push).transpose(0, 1)
+            previous, x = x, solved
+        x = x.transpose(0, 1)
+        x = torch.where(cmask, xc, x)
+        v = (x - x0) / h
+        v = self._friction(x, v, v0, h, cmask, colliders, boxes)
+        v = v * max(0.0, 1.0 - p.damping * h)
+        self._v = torch.where(cmask, (x - x0) / h, v).contiguous()
+        self._x = torch.where(cmask, x, x0 + h * v).contiguous()
+
+    def _constraints(self, colliders: Colliders | None) -> tuple[np.ndarray, np.ndarray]:
+        """Update the held set (grasp rule) and return the constrained mask (B, N) and targets (B, N, 3)."""
+        targets = np.repeat(self._pin_pos[None], self.batch, axis=0)
+        if colliders is not None:
+            grip = colliders.grip
+            closed = grip.opening <= self.capture_width
+            fresh = closed & ~self._closed
+            if fresh.any():
+                x = self._x.numpy()
+                self._held[fresh] = capture(x, grip, self.radius)[fresh]
+                self._local[fresh] = grip.to_local(x)[fresh]
+            self._held[~closed] = False
+            self._closed = closed
+            targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
+        constrained = self._held | self._pin_mask[None]
+        return constrained, targets
+
+    def _matrix(self, h: float) -> np.ndarray:
+        """The global step's matrix (N, N) for step ``h`` (no constraints eliminated)."""
+        if h not in self._matrices:
+            p = self.params
+            n = p.segments + 1
+            S = np.diff(np.eye(n), axis=0)  # (n-1, n): x_{i+1} - x_i
+            D = np.diff(np.eye(n), n=2, axis=0)  # (n-2, n): second differences
+            mass = p.mass / n
+            w_s, w_b = p.stretch_stiffness / p.rest, p.bending_stiffness / p.rest**3
+            self._matrices[h] = (mass / h**2) * np.eye(n) + w_s * S.T @ S + w_b * D.T @ D
+        return self._matrices[h]
+
+    def _operators(self, h: float, constrained: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per member: the global matrix with the constrained particles eliminated, inverted (N, N), and
+        that inverse times the stretch targets' scatter (N, N - 1), both scaled so that one iteration is
+        ``x = base + gather @ directions``; cached per (step, constrained set). Shared by every member:
+        2-D tensors; else stacked (B, ...)."""
+        out = []
+        for row in constrained:
+            key = (h, np.packbits(row).tobytes())
+            if key not in self._inverses:
+                p = self.params
+                a = self._matrix(h).copy()
+                a[row, :] = 0.0
+                a[:, row] = 0.0
+                a[row, row] = 1.0
+                inverse = np.linalg.inv(a)
+                scatter = np.diff(np.eye(p.segments + 1), axis=0).T  # S^T: (N, N - 1)
+                scatter[row, :] = 0.0
+                gather = inverse @ scatter * p.stretch_stiffness  # w_s * l0 = EA
+                self._inverses[key] = (torch.from_numpy(inverse), torch.from_numpy(gather))
+            out.append(self._inverses[key])
+        if all(o is out[0] for o in out):
+            return out[0]
+        return torch.stack([o[0] for o in out]), torch.stack([o[1] for o in out])
+
+    def _friction(
+        self,
+        x: torch.Tensor,
+        v: torch.Tensor,
+        v0: torch.Tensor,
+        h: float,
+        cmask: torch.Tensor,
+        colliders: Colliders | None,
+        boxes: np.ndarray,
+    ) -> torch.Tensor:
+        """Coulomb friction on the velocities of particles touching the table or a box: the tangential
+        velocity relative to the surface loses up to ``mu`` times the normal velocity the contact removed."""
+        p = self.params
+        floor = (0.0 if colliders is None else colliders.table_z) + self.radius
+        predicted = v0 + h * torch.from_numpy(GRAVITY)
+        mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
+        touching = (x[..., 2:3] <= floor + _CONTACT_SLOP) & ~cmask
+        normal = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
+        v = _coulomb(v, torch.zeros_like(v), normal.expand_as(v), predicted, touching, mu)
+        if len(boxes):
+            assert colliders is not None
+            _, n, vel, touch = _box_push(x, colliders, boxes, self.radius, slop=_CONTACT_SLOP)
+            mu_box = torch.from_numpy(np.maximum(colliders.friction[boxes], p.friction))
+            for k in range(len(boxes)):
+                hit = touch[:, k, :, None] & ~cmask
+                v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
+        return v
+
+
+CHEBYSHEV_START = 5
+"""Plain iterations before the acceleration starts."""
+
+
+def _chebyshev(k: int, rho: float, omega: float) -> float:
+    """The Chebyshev weight of iteration ``k`` given the previous one (Wang 2015, eq. 12)."""
+    if rho <= 0.0 or k < CHEBYSHEV_START:
+        return 1.0
+    if k == CHEBYSHEV_START:
+        return 2.0 / (2.0 - rho * rho)
+    return 4.0 / (4.0 - rho * rho * omega)
+
+
+def _apply(operator: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """``operator @ rhs`` per member for ``rhs`` (B, K, 3): ``operator`` (M, K) shared, or (B, M, K)."""
+    if operator.dim() == 2:
+        b, k, _ = rhs.shape
+        flat = rhs.transpose(0, 1).reshape(k, 3 * b)
+        return (operator @ flat).reshape(-1, b, 3).transpose(0, 1)
+    return torch.bmm(operator, rhs)
+
+
+def _accumulate(base: torch.Tensor, gather: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
+    """``base + gather @ directions`` per member, all laid out (N, B, 3) (``gather`` shared (N, N - 1) or
+    stacked (B, N, N - 1)); a new contiguous tensor."""
+    n, b, _ = base.shape
+    if gather.dim() == 2:
+        return torch.addmm(base.view(n, 3 * b), gather, directions.reshape(n - 1, 3 * b)).view(n, b, 3)
+    out = torch.baddbmm(base.transpose(0, 1), gather, directions.transpose(0, 1))
+    return out.transpose(0, 1).contiguous()
+
+
+def _coulomb(
+    v: torch.Tensor,
+    surface_v: torch.Tensor,
+    normal: torch.Tensor,
+    predicted: torch.Tensor,
+    hit: torch.Tensor,
+    mu: float | torch.Tensor,
+) -> torch.Tensor:
+    """``v`` (B, N, 3) after Coulomb friction where ``hit`` (B, N, 1): relative normal velocity no longer
+    negative; tangential relative velocity reduced by ``mu`` times the normal velocity change."""
+    rel = v - surface_v
+    vn = (rel * normal).sum(-1, keepdim=True)
+    dvn = (vn - ((predicted - surface_v) * normal).sum(-1, keepdim=True)).clamp_min(0.0)
+    vn = vn.clamp_min(0.0)
+    tangential = rel - (rel * normal).sum(-1, keepdim=True) * normal
+    speed = torch.linalg.vector_norm(tangential, dim=-1, keepdim=True)
+    scale = (1.0 - mu * dvn / speed.clamp_min(1e-12)).clamp_min(0.0)
+    out = surface_v + vn * normal + scale * tangential
+    return torch.where(hit, out, v)
+
+
+def _near_boxes(colliders: Colliders | None, x: np.ndarray, radius: float) -> np.ndarray:
+    """Indices of the boxes whose bounding sphere comes within reach of any rope's bounding box this step."""
+    if colliders is None or not len(colliders.half):
+        return np.zeros(0, dtype=int)
+    lo = x.min(axis=1)[:, None, :] - radius - 0.05
+    hi = x.max(axis=1)[:, None, :] + radius + 0.05
+    reach = np.linalg.norm(colliders.half, axis=1)[None, :, None]
+    c = colliders.centre
+    near = ((c + reach >= lo) & (c - reach <= hi)).all(axis=2).any(axis=0)
+    return np.flatnonzero(near)
+
+
+def _box_push(
+    x: torch.Tensor, colliders: Colliders, boxes: np.ndarray, r: float, slop: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """For boxes ``boxes``: the push (B, N, 3) out of every box a particle is inside (inflated by ``r``),
+    and per box (B, K, N, ...) the outward face normal, the box's velocity at the particle, and whether the
+    particle is within ``slop`` of the inflated box."""
+    c = torch.from_numpy(colliders.centre[:, boxes])  # (B, K, 3)
+    R = torch.from_numpy(colliders.rotation[:, boxes])  # (B, K, 3, 3)
+    half = torch.from_numpy(colliders.half[boxes])[None, :, None, :] + r  # (1, K, 1, 3)
+    arm = x[:, None] - c[:, :, None]  # (B, K, N, 3)
+    local = torch.einsum("bkij,bkni->bknj", R, arm)
+    depth = half - local.abs()  # > 0 inside along every axis
+    inside = (depth > -slop).all(-1)  # (B, K, N)
+    axis = depth.argmin(-1, keepdim=True)
+    sign = torch.where(local.gather(-1, axis) >= 0, 1.0, -1.0).to(x.dtype)
+    onehot = torch.zeros_like(local).scatter_(-1, axis, 1.0)
+    normal = torch.einsum("bkij,bknj->bkni", R, onehot * sign)
+    push_len = depth.gather(-1, axis).clamp_min(0.0)
+    push = torch.where((depth > 0).all(-1)[..., None], normal * push_len, torch.zeros_like(normal)).sum(1)
+    lin = torch.from_numpy(colliders.velocity[:, boxes])[:, :, None]
+    ang = torch.from_numpy(colliders.angular_velocity[:, boxes])[:, :, None]
+    vel = lin + torch.cross(ang.expand_as(arm), arm, dim=-1)
+    return push, normal, vel, inside
