@@ -14,7 +14,18 @@ import numpy as np
 from simpact.core.actions import Plan
 from simpact.core.rotations import quat_to_rpy
 
-__all__ = ["ObjectState", "RobotState", "Rollout", "Trace", "WorldState"]
+__all__ = [
+    "DeformableState",
+    "ObjectState",
+    "RobotState",
+    "Rollout",
+    "Trace",
+    "WorldState",
+    "voxel_keypoints",
+]
+
+KEYPOINT_VOXEL = 0.03
+"""Edge of the voxels a deformable's particles are averaged in for its keypoints, m."""
 
 
 def _round(values: np.ndarray, digits: int = 5) -> list[float]:
@@ -37,6 +48,47 @@ class ObjectState:
             "rpy": _round(quat_to_rpy(self.quaternion)),
             "linear_velocity": _round(self.linear_velocity),
             "angular_velocity": _round(self.angular_velocity),
+        }
+
+
+def voxel_keypoints(points: np.ndarray, voxel: float = KEYPOINT_VOXEL) -> np.ndarray:
+    """Voxel-downsampled keypoints (K, 3) of particles ``points`` (N, 3), m: the mean of the particles in each
+    occupied voxel of edge ``voxel``, in the order of each voxel's first particle (a rope's stay in order)."""
+    cells = np.floor(np.asarray(points) / voxel).astype(np.int64)
+    _, first, group = np.unique(cells, axis=0, return_index=True, return_inverse=True)
+    group = group.reshape(-1)
+    sums = np.zeros((len(first), 3))
+    np.add.at(sums, group, points)
+    means = sums / np.bincount(group, minlength=len(first))[:, None]
+    return means[np.argsort(first, kind="stable")]
+
+
+@dataclass(frozen=True)
+class DeformableState:
+    """A deformable object's particles at one instant: ``particles`` (N, 3) m (for a rope, its centre line
+    in order); what the planner is shown: ``keypoints`` (voxel-downsampled) and the axis-aligned bounding
+    box."""
+
+    particles: np.ndarray
+
+    @property
+    def keypoints(self) -> np.ndarray:
+        return voxel_keypoints(self.particles)
+
+    @property
+    def bbox_min(self) -> np.ndarray:
+        return self.particles.min(axis=0)
+
+    @property
+    def bbox_max(self) -> np.ndarray:
+        return self.particles.max(axis=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "keypoints": [_round(k, 4) for k in self.keypoints],
+            "bbox_min": _round(self.bbox_min, 4),
+            "bbox_max": _round(self.bbox_max, 4),
+            "particles": int(len(self.particles)),
         }
 
 
@@ -67,20 +119,27 @@ class WorldState:
     time: float
     robot: RobotState
     objects: dict[str, ObjectState]
+    deformables: dict[str, DeformableState] = field(default_factory=dict)
+    """Deformable objects (kinds ``pd``, ``mpm``) by name; empty in a rigid scene."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "time": round(self.time, 4),
             "robot": self.robot.to_dict(),
             "objects": {k: v.to_dict() for k, v in self.objects.items()},
         }
+        if self.deformables:
+            out["deformables"] = {k: v.to_dict() for k, v in self.deformables.items()}
+        return out
 
 
 @dataclass
 class Trace:
     """Every physics step of a rollout: ``time`` (T,) s, ``qpos`` (T, nq), ``qvel`` (T, nv), ``ctrl`` (T, nu),
     ``tcp_position`` (T, 3) m, ``tcp_quaternion`` (T, 4), ``gripper_width`` (T,) m. ``object_qpos`` maps an
-    object name to the qpos address of its free joint (7 values: position, quaternion)."""
+    object name to the qpos address of its free joint (7 values: position, quaternion). Deformables are
+    recorded less often: ``particles`` maps a deformable's name to its particles (S, N, 3) m (float32) at
+    ``particle_time`` (S,) s."""
 
     time: np.ndarray
     qpos: np.ndarray
@@ -90,6 +149,15 @@ class Trace:
     tcp_quaternion: np.ndarray
     gripper_width: np.ndarray
     object_qpos: dict[str, int] = field(default_factory=dict)
+    particles: dict[str, np.ndarray] = field(default_factory=dict)
+    particle_time: np.ndarray | None = None
+
+    def particles_at(self, name: str, row: int) -> np.ndarray:
+        """A deformable's particles (N, 3) at trace row ``row``: the last record at or before its time."""
+        assert self.particle_time is not None, "this trace has no deformables"
+        t = self.time[row]
+        i = int(np.searchsorted(self.particle_time, t + 1e-9, side="right")) - 1
+        return self.particles[name][max(i, 0)]
 
     def object_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Positions (T, 3) and quaternions (T, 4) of a free object over the rollout."""
