@@ -112,7 +112,8 @@ def _region(params: Mapping[str, Any], ctx: HintContext) -> tuple[np.ndarray, np
 
 def _in_region_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
     low, high = _region(params, ctx)
-    centre = {i: float((low[i] + high[i]) / 2) for i in range(3) if np.isfinite(low[i] + high[i])}
+    bounded = [i for i in range(3) if np.isfinite(low[i]) and np.isfinite(high[i])]
+    centre = {i: float((low[i] + high[i]) / 2) for i in bounded}
     return [GoalHint(n, "place", point=_point_hint(ctx, n, centre)) for n in ctx.expand(params["object"])]
 
 

@@ -67,11 +67,11 @@ def test_the_task_check_reads_the_observed_outcome() -> None:
         return task.evaluate(observed_rollout(plan, before, after, robot, robot, 12.0), before, 0)
 
     on_line = judged(carton.moved(position=(0.705, 0.0, 0.1)))
-    assert on_line.success and on_line.details["error_m"] == pytest.approx(0.005)
+    assert on_line.success and on_line.details["at:carton.error_m"] == pytest.approx(0.005)
     short = judged(carton.moved(position=(0.62, 0.0, 0.1)))
-    assert not short.success and short.details["error_m"] == pytest.approx(0.08)
+    assert not short.success and short.details["at:carton.error_m"] == pytest.approx(0.08)
     lying = judged(replace(carton.moved(position=(0.70, 0.0, 0.035)), size=(0.2, 0.07, 0.07)))
-    assert not lying.success and lying.details["max_tilt_deg"] == pytest.approx(90.0)
+    assert not lying.success and lying.details["upright:carton.tilt_deg"] == pytest.approx(90.0)
 
 
 # --- the loop -----------------------------------------------------------------------------------------------
@@ -167,12 +167,12 @@ def test_sim_run_replans_from_the_after_frame_until_the_judge_says_success(
         assert execution["executed"] is True and execution["error_max_m"] < 0.005
     short = read(out / "attempt_1" / "judgement.json")
     assert short["judge"] == "task" and short["success"] is False
-    assert short["task_check"]["details"]["error_m"] > 0.05  # stopped well short of the line
-    assert short["ground_truth"]["details"]["error_m"] == pytest.approx(
-        short["task_check"]["details"]["error_m"], abs=0.01
+    assert short["task_check"]["details"]["at:carton.error_m"] > 0.05  # stopped well short of the line
+    assert short["ground_truth"]["details"]["at:carton.error_m"] == pytest.approx(
+        short["task_check"]["details"]["at:carton.error_m"], abs=0.01
     )
     done = read(out / "attempt_2" / "judgement.json")
-    assert done["success"] is True and done["task_check"]["details"]["error_m"] <= 0.02
+    assert done["success"] is True and done["task_check"]["details"]["at:carton.error_m"] <= 0.02
     # the frame after attempt 1 is the frame attempt 2 started from
     assert np.array_equal(
         np.load(out / "attempt_1" / "frame_after" / "depth.npy"),

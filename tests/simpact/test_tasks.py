@@ -46,7 +46,7 @@ def _config(randomize):
     return {
         "name": "toy",
         "instruction": "x",
-        "success": {"check": "non_toppling_push"},
+        "goal": [{"at_rest": {"object": "bean_*"}}],
         "reference": [{"type": "RELEASE"}],
         "objects": [
             {"name": f"bean_{i}", "shape": "box", "size": [0.01] * 3, "position": [0.5, 0.02 * i, 0.005]}
