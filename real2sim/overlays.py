@@ -67,8 +67,14 @@ def _label(
     cv2.putText(img, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, rgb, 1, cv2.LINE_AA)
 
 
-def mask_overlay(rgb: np.ndarray, masks: Sequence[tuple[str, np.ndarray]], alpha: float = 0.5) -> np.ndarray:
-    """The photo with each (name, (H, W) bool mask) tinted, outlined and named."""
+def mask_overlay(
+    rgb: np.ndarray,
+    masks: Sequence[tuple[str, np.ndarray]],
+    alpha: float = 0.5,
+    unlabelled: Sequence[np.ndarray] = (),
+) -> np.ndarray:
+    """The photo with each (name, (H, W) bool mask) tinted, outlined and named; ``unlabelled`` regions
+    outlined in grey and named so."""
     import cv2
 
     img = rgb.astype(np.float32).copy()
@@ -82,6 +88,12 @@ def mask_overlay(rgb: np.ndarray, masks: Sequence[tuple[str, np.ndarray]], alpha
         cv2.drawContours(out, contours, -1, colour(i), 2)
         ys, xs = np.nonzero(mask)
         _label(out, name, (int(xs.min()), int(ys.min()) - 4), colour(i))
+    for mask in unlabelled:
+        if mask.any():
+            contours, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+            cv2.drawContours(out, contours, -1, (160, 160, 160), 1)
+            ys, xs = np.nonzero(mask)
+            _label(out, "unlabelled", (int(xs.min()), int(ys.min()) - 4), (160, 160, 160), 0.4)
     return out
 
 

@@ -39,6 +39,8 @@ class Perception:
     timings_s: dict[str, float]
     """Wall time per stage (s): ``table``, ``segment``, ``shape``, ``pose``, ``total``."""
     warnings: list[str]
+    unlabelled: list[np.ndarray] = dataclasses.field(default_factory=list)
+    """Masks of regions standing on the table that no label matched (geometric segmenter with labels)."""
 
 
 def object_points(
@@ -102,7 +104,9 @@ def perceive(
     timings["table"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    segments = segment(frame, table, labels, segmenter, assign=assign)
+    unlabelled: list[np.ndarray] = []
+    extra = {"unlabelled": unlabelled} if segmenter == "geometric" else {}
+    segments = segment(frame, table, labels, segmenter, assign=assign, **extra)
     timings["segment"] = time.perf_counter() - t0
     found = {s.label for s in segments}
     for label in labels:
@@ -159,4 +163,4 @@ def perceive(
             )
         )
     timings["total"] = time.perf_counter() - t_start
-    return Perception(table, kept_segments, objects, timings, warnings)
+    return Perception(table, kept_segments, objects, timings, warnings, unlabelled)

@@ -149,6 +149,30 @@ class Real2SimResult:
     def names(self) -> list[str]:
         return [o["name"] for o in self.objects]
 
+    def segmentation(self) -> dict[str, Any]:
+        """``matches`` (object name → the confidence of its label's match to its region), ``not_found``
+        (labels no region matched) and ``unlabelled`` (regions on the table no label matched: pixel count
+        and bounding box ``[row0, col0, row1, col1]``)."""
+        segments = list(getattr(self.perception, "segments", []))
+        by_label = {s.label: s for s in segments}
+        matches = {
+            n: round(float(by_label[g.label].score), 3)
+            for n, g in self.geometries.items()
+            if g.label in by_label
+        }
+        regions = []
+        for mask in getattr(self.perception, "unlabelled", []):
+            rows, cols = np.nonzero(mask)
+            if len(rows):
+                box = [int(rows.min()), int(cols.min()), int(rows.max()), int(cols.max())]
+                regions.append({"pixels": int(len(rows)), "bbox_px": box})
+        found = {g.label for g in self.geometries.values()}
+        return {
+            "matches": matches,
+            "not_found": [lab for lab in self.labels.labels if lab not in found],
+            "unlabelled": regions,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         settle = self.settle.to_dict() if self.settle is not None else None
         return {
@@ -161,6 +185,7 @@ class Real2SimResult:
             "settle": settle,
             "clean": None if settle is None else settle["clean"],
             "fit": self.fit,
+            **self.segmentation(),
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
             "warnings": list(self.warnings),
             "files": dict(self.files),
@@ -671,8 +696,14 @@ def _overlays(
     result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
 ) -> dict[str, str]:
     files: dict[str, str] = {}
-    named = [(n, masks[g.label]) for n, g in result.geometries.items() if g.label in masks]
-    save_png(mask_overlay(frame.rgb, named), out / "masks.png")
+    conf = result.segmentation()["matches"]
+    named = [
+        (f"{n} {conf[n]:.2f}" if n in conf else n, masks[g.label])
+        for n, g in result.geometries.items()
+        if g.label in masks
+    ]
+    unlabelled = list(getattr(result.perception, "unlabelled", []))
+    save_png(mask_overlay(frame.rgb, named, unlabelled=unlabelled), out / "masks.png")
     files["masks.png"] = "masks.png"
     T_world_cam = np.asarray(result.frame_info["T_world_cam"], dtype=float)
     points, colours = _cloud(frame, T_world_cam)

@@ -37,6 +37,7 @@ from scipy.cluster.vq import kmeans2
 from scipy.optimize import linear_sum_assignment
 from scipy.spatial import ConvexHull, Delaunay, QhullError
 
+from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
 from real2sim.datasets import YCB_SIZES_M
 from real2sim.shape import kind_from_label, outline_kind
 from real2sim.table import camera_points, heights_above_table
@@ -167,6 +168,9 @@ def find_clusters(
     min_table_ring: float = 0.15,
     min_support: float = 0.15,
     robot_base_radius_m: float = 0.15,
+    creases: bool = True,
+    colour_cuts: bool = True,
+    min_on_table: float = 0.5,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
 
@@ -198,8 +202,17 @@ def find_clusters(
     edge[:, :-1] |= -dz_x > thr[:, 1:]
     edge[1:, :] |= dz_y > thr[1:, :]
     edge[:-1, :] |= -dz_y > thr[1:, :]
-    region = (candidate & ~edge).astype(np.uint8)
+    # Touching objects meet in concave creases, and differ in colour where the surface bends: cut there too,
+    # then give the cut pixels back to the regions beside them (real2sim.clutter).
+    cut = np.zeros_like(candidate)
+    if creases:
+        cut |= concave_creases(pts, valid)
+    if colour_cuts:
+        cut |= colour_edges(frame.rgb, pts, valid)
+    cut = (cv2.dilate(cut.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0) & candidate & ~edge
+    region = (candidate & ~edge & ~cut).astype(np.uint8)
     count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
+    labels_img = regrow(labels_img, cut)
 
     # Coarse regions (loose depth cuts): a region attached to something too tall to be an object, or to
     # something leaving the image at its top (the robot arm), belongs to it.
@@ -218,6 +231,8 @@ def find_clusters(
     T = table.T_world_cam
     robot_base = table.world_frame == "T_base_cam"
     kernel = np.ones((9, 9), np.uint8)
+    on_table = pts[table.inliers & valid]
+    table_world = on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3]
     regions: list[tuple[np.ndarray, float, float, bool]] = []  # mask, top, support fraction, attached
     for k in range(1, count):
         if stats[k, cv2.CC_STAT_AREA] < min_pixels:
@@ -234,6 +249,8 @@ def find_clusters(
             continue
         p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
         if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
+            continue
+        if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
             continue
         support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
         regions.append((mask, top, support, False))
@@ -428,7 +445,15 @@ def _label_kind(label: str) -> str | None:
     return kind_from_label(label)[0]
 
 
-def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict[int, str]:
+#: A label's match to a region is kept only when its cost (colour, size, shape mismatch) is at most this; its
+#: confidence is ``exp(-cost)`` (so at least 0.20). Worse matches leave the label "not found" and the region
+#: "unlabelled" rather than forcing one onto the other.
+MAX_MATCH_COST = 1.6
+
+
+def _assign_by_hints(
+    clusters: Sequence[Cluster], labels: Sequence[str], confidence: dict[int, float] | None = None
+) -> dict[int, str]:
     """Hungarian matching of clusters to labels by colour words, size words, the size of objects the label
     names (:data:`TYPICAL_SIZES_M`, :data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline,
     then size order."""
@@ -463,7 +488,7 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
                 dims = np.sort([c.footprint_m[0], c.footprint_m[1], c.height_m])
                 ratio = np.log(np.maximum(dims, 1e-3) / known)
                 mismatch = float(np.mean(2.0 * np.maximum(ratio, 0.0) + 0.5 * np.maximum(-ratio, 0.0)))
-                cost[i, j] += 1.5 * min(mismatch, 1.0)
+                cost[i, j] += 1.5 * min(mismatch, 1.5)
         kind = _label_kind(label)
         if kind is not None:
             for i, c in enumerate(clusters):
@@ -475,7 +500,10 @@ def _assign_by_hints(clusters: Sequence[Cluster], labels: Sequence[str]) -> dict
             plain += 1  # (the 0.05: a label with a cue wins a contested region over one without)
         cost[:, j] += 1e-3 * rank  # tie-break towards larger clusters
     rows, cols = linear_sum_assignment(cost)
-    return {int(i): labels[int(j)] for i, j in zip(rows, cols)}
+    kept = {int(i): int(j) for i, j in zip(rows, cols) if cost[i, j] <= MAX_MATCH_COST}
+    if confidence is not None:
+        confidence.update({i: round(float(np.exp(-cost[i, j])), 3) for i, j in kept.items()})
+    return {i: labels[j] for i, j in kept.items()}
 
 
 def _numbered_copies(labels: Sequence[str]) -> list[str]:
@@ -541,6 +569,7 @@ def _segment_geometric(
     labels: Sequence[str],
     *,
     assign: AssignFn | None = None,
+    unlabelled: list[np.ndarray] | None = None,
     **options: Any,
 ) -> list[Segment]:
     try:
@@ -551,6 +580,7 @@ def _segment_geometric(
         return [Segment(f"object_{i}", c.mask, 0.5, "geometric") for i, c in enumerate(clusters)]
     flat = [lab for lab in labels if FLAT_WORDS.intersection(label_words(lab))]
     solid = [lab for lab in labels if lab not in flat]
+    confidence: dict[int, float] = {}
     if assign is not None:
         mapping = dict(assign(frame.rgb, clusters, list(labels)))
         bad = {i: lab for i, lab in mapping.items() if not (0 <= int(i) < len(clusters)) or lab not in labels}
@@ -563,7 +593,7 @@ def _segment_geometric(
     else:
         copies = _numbered_copies(solid)
         others = [lab for lab in solid if lab not in copies]
-        mapping = _assign_by_hints(clusters, others)
+        mapping = _assign_by_hints(clusters, others, confidence)
         rest = [i for i in range(len(clusters)) if i not in mapping]
         if copies and len(rest) < len(copies):
             # Numbered copies of one small object (bean_00 ... bean_19) touching each other come out as a
@@ -574,13 +604,18 @@ def _segment_geometric(
                 mapping[len(clusters) - 1] = lab
         else:
             mapping.update(
-                {rest[i]: lab for i, lab in _assign_by_hints([clusters[i] for i in rest], copies).items()}
+                {
+                    rest[i]: lab
+                    for i, lab in _assign_by_hints([clusters[i] for i in rest], copies, None).items()
+                }
             )
         score = 0.5
     found: dict[str, Segment] = {}
     for i, lab in sorted(mapping.items()):
         if lab not in found:
-            found[lab] = Segment(lab, clusters[int(i)].mask, score, "geometric")
+            found[lab] = Segment(lab, clusters[int(i)].mask, confidence.get(int(i), score), "geometric")
+    if unlabelled is not None:  # regions no label matched well enough
+        unlabelled.extend(c.mask for i, c in enumerate(clusters) if i not in mapping)
     for lab in flat:
         if lab not in found:
             mask = _flat_by_colour(frame, table, lab)
@@ -745,17 +780,20 @@ def segment(
     backend: str = "geometric",
     *,
     assign: AssignFn | None = None,
+    unlabelled: list[np.ndarray] | None = None,
     **options: Any,
 ) -> list[Segment]:
     """Segment the objects named by ``labels`` (in that order) with the back-end ``backend``.
 
     ``assign`` (``geometric`` only) maps the found regions to labels; ``options`` go to the back-end. Labels
-    that are not found are left out. An empty ``labels`` returns every region the back-end finds.
+    that are not found are left out. An empty ``labels`` returns every region the back-end finds. The
+    ``geometric`` back-end appends the masks of regions no label matched to ``unlabelled`` when given; each
+    segment's ``score`` is its match confidence.
     """
     if backend not in SEGMENTERS:
         raise SegmentationError(f"unknown segmenter {backend!r}; expected one of {sorted(SEGMENTERS)}")
     if backend == "geometric":
-        return _segment_geometric(frame, table, labels, assign=assign, **options)
+        return _segment_geometric(frame, table, labels, assign=assign, unlabelled=unlabelled, **options)
     if assign is not None:
         raise SegmentationError(f"assign applies to the 'geometric' segmenter, not {backend!r}")
     return SEGMENTERS[backend](frame, table, labels, **options)
