@@ -6,9 +6,14 @@ content: a rerun with the same ``DIR`` skips the episodes already there, so a ki
 nor repeats one, and reruns those whose settings changed. Episodes run in a local process pool (each worker
 builds its own world) or, with ``executor="ray"``, as Ray tasks. ``DIR/result.json`` summarises per task.
 
-Planners: ``reference`` rolls out each task's reference plan; ``cem``, ``template`` and ``gaussian`` run
-:func:`simpact.planner.offline.plan_offline`; ``vlm`` runs :func:`simpact.planner.loop.plan_with_vlm` with
-the back-end that the episode's VLM settings describe (the flags of ``simpact plan``).
+Planners: ``reference`` rolls out each task's reference plan; ``tree`` runs the tree search over primitives
+with no skeleton (:func:`simpact.planner.tree.plan_tree`); ``skeleton`` (alias ``cem``), ``template`` and
+``gaussian`` run :func:`simpact.planner.offline.plan_offline` over the task's hand-written skeleton; ``vlm``
+runs :func:`simpact.planner.loop.plan_with_vlm` with the back-end that the episode's VLM settings describe
+(the flags of ``simpact plan``). ``result.json`` says which planner ran, whether it used a skeleton, and
+that the VLM-free planners rank rollouts by the task's own goal score (privileged information a VLM does
+not have). An episode succeeds only on a rollout SimuGuard did not flag; successes that needed a repaired
+rerun are counted separately (``repaired_successes``).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from simpact.bench.episodes import BenchError, EpisodeLog, Progress, task_settin
 from simpact.core.jsonio import write_json
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS
 from simpact.planner.loop import LoopConfig
-from simpact.planner.session import plan_task
+from simpact.planner.session import plan_task, planner_info
 from simpact.tasks import load_task
 from simpact.vlm.settings import build_vlm
 from solvers.world import make_world
@@ -164,14 +169,17 @@ def _ray(episodes: Sequence[TaskEpisode], workers: int) -> Iterator[dict[str, An
 def _task_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = len(records)
     walls = [r.get("plan_wall_s", r.get("rollout_wall_s", 0.0)) for r in records]
+    rollouts = [r.get("simulated_rollouts", r.get("rollouts", 1)) for r in records]
     return {
         "successes": sum(bool(r["success"]) for r in records),
         "runs": n,
         "failed_seeds": [r["seed"] for r in records if not r["success"]],
+        "repaired_successes": [r["seed"] for r in records if r.get("repaired_successes")],
+        "wall_s": {str(r["seed"]): r.get("plan_wall_s") for r in sorted(records, key=lambda r: r["seed"])},
         "mean_score": round(sum(r["score"] for r in records) / n, 4) if n else None,
         "mean_wall_s": round(sum(walls) / n, 3) if n else None,
         "max_wall_s": round(max(walls), 3) if n else None,
-        "mean_rollouts": round(sum(r.get("rollouts", 1) for r in records) / n, 2) if n else None,
+        "mean_rollouts": round(sum(rollouts) / n, 2) if n else None,
         "audit": _audit_totals(records),
     }
 
@@ -223,6 +231,7 @@ def run_tasks(
             progress.close()
     result = {
         "planner": planner,
+        "planner_info": _planner_info(planner),
         "vlm": (vlm or {}).get("vlm") if planner == "vlm" else None,
         "seeds": list(seeds),
         "workers": workers,
@@ -238,9 +247,20 @@ def run_tasks(
     return result
 
 
+def _planner_info(planner: str) -> dict[str, Any]:
+    """What ``result.json`` says about the planner: for the VLM-free ones, whether a skeleton was used and
+    that the score they rank by is the task's own goal (privileged)."""
+    if planner == "reference":
+        return {"name": planner, "skeleton_used": False, "hint": "the task's hand-written reference plan"}
+    if planner == "vlm":
+        return {"name": planner, "skeleton_used": False, "score": "the VLM judges; the task's check reports"}
+    return planner_info(planner)
+
+
 def format_table(result: Mapping[str, Any]) -> str:
     """The per-task success table of a :func:`run_tasks` result, with a total line."""
     rows = [("task", "ok/runs", "score", "wall s mean/max", "rollouts", "flagged/repaired", "failed seeds")]
+    info = result.get("planner_info") or {}
     for name, s in result["tasks"].items():
         if not s["runs"]:
             rows.append((name, "0/0", "-", "-", "-", "-", "-"))
@@ -262,4 +282,12 @@ def format_table(result: Mapping[str, Any]) -> str:
     rows.append(("total", f"{ok}/{runs}", "", f"wall {result['total_wall_s']:.1f} s", "", "", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    if "skeleton_used" in info:
+        lines.append(
+            f"planner {info['name']}: {'uses' if info['skeleton_used'] else 'no'} skeleton"
+            + (f"; {info['score']}" if "score" in info else "")
+        )
+    repaired = {n: s["repaired_successes"] for n, s in result["tasks"].items() if s.get("repaired_successes")}
+    if repaired:
+        lines.append(f"successes only after a SimuGuard repair (not counted): {repaired}")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
 from simpact.cli.preflight import finite, positive_int, reusable_out
 from simpact.core.errors import UsageError
 from simpact.core.rundir import RunRecord
-from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, OFFLINE_METHODS, VLM_CHOICES
+from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, SKELETON_METHODS, VLM_CHOICES
 from simpact.tasks import list_tasks, load_task
 
 __all__ = ["add_parsers"]
@@ -277,7 +277,9 @@ def _add_sim2real(bench: Any) -> None:
     )
     p.add_argument("tasks", nargs="*", help="task names (default: all)")
     p.add_argument("--seeds", default="1-2", help="e.g. 1-3 or 0,3,5 (default 1-2)")
-    p.add_argument("--planner", choices=OFFLINE_METHODS, default="cem", help="VLM-free planner (default cem)")
+    p.add_argument(
+        "--planner", choices=SKELETON_METHODS, default="cem", help="VLM-free planner (default cem)"
+    )
     p.add_argument("--budget-s", type=float, default=30.0, help="planning time per episode, s (default 30)")
     p.add_argument(
         "--rejected", type=int, default=2, help="failed proposals executed per episode (default 2)"

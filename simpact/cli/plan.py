@@ -131,7 +131,8 @@ def cmd_plan(args: argparse.Namespace) -> None:
         print(f"Rerun recording -> {rrd}", flush=True)
     again = f", {resumed.reused} proposal(s) and {resumed.replayed} answer(s) reused" if args.resume else ""
     print(
-        f"{task.name} seed {args.seed}: {outcome_line(result)}, {len(result.proposals)} rollouts, "
+        f"{task.name} seed {args.seed}: {outcome_line(result)}, "
+        f"{result.extra.get('simulated_rollouts', len(result.proposals))} rollouts, "
         f"{result.iterations} round(s), {result.wall_s:.1f} s, VLM {result.vlm or 'none'}{again} -> {path}"
     )
 
@@ -145,8 +146,9 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument(
         "--planner",
         choices=OFFLINE_METHODS,
-        default="cem",
-        help="VLM-free planner (with --vlm none; default cem)",
+        default=OFFLINE_METHODS[0],
+        help="VLM-free planner (with --vlm none): tree (default; primitives, no skeleton), skeleton (CEM "
+        "over the task's skeleton; cem is its former name), template, gaussian",
     )
     p.add_argument("--method", dest="planner", choices=OFFLINE_METHODS, help=argparse.SUPPRESS)
     p.add_argument(

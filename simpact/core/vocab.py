@@ -8,6 +8,7 @@ __all__ = [
     "OBJECT_KINDS",
     "OFFLINE_METHODS",
     "PARAMETER_SOURCES",
+    "SKELETON_METHODS",
     "VLM_BACKENDS",
     "VLM_CHOICES",
 ]
@@ -16,8 +17,12 @@ OBJECT_KINDS = ("rigid", "pd", "mpm")
 """Solvers an object can be simulated with: MuJoCo (rigid), projective dynamics (pd), MPM (mpm)."""
 PARAMETER_SOURCES = ("vlm", "material_table", "task", "user", "default")
 """Where a physical parameter came from."""
-OFFLINE_METHODS = ("cem", "template", "gaussian")
-"""VLM-free planners (``simpact plan --vlm none --method ...``); the first is the default."""
+OFFLINE_METHODS = ("tree", "skeleton", "cem", "template", "gaussian")
+"""VLM-free planners (``simpact plan --vlm none --method ...``); the first is the default. ``tree``: a tree
+search over object-centric primitives with no skeleton; ``skeleton``: CEM over the task's hand-written
+skeleton (``cem`` is its former name, the same planner); ``template`` and ``gaussian``: skeleton ablations."""
+SKELETON_METHODS = OFFLINE_METHODS[1:]
+"""The VLM-free planners that need a task's ``skeleton:``."""
 VLM_BACKENDS = ("gemini", "openai", "replay")
 """VLM back-ends registered by name."""
 VLM_CHOICES = ("none", *VLM_BACKENDS)

@@ -32,6 +32,7 @@ from solvers.mujoco.world import Snapshot, mujoco_access
 from solvers.world import World
 
 __all__ = [
+    "clean",
     "LEAD_S",
     "REPAIR",
     "Audit",
@@ -190,6 +191,12 @@ def artifact_free(notes: dict[str, Any]) -> bool:
     if "audit_error" in notes:
         return False
     return not notes.get("audit") or bool(notes.get("audit_repair", {}).get("artifact_free"))
+
+
+def clean(notes: dict[str, Any]) -> bool:
+    """A proposal's rollout had no SimuGuard artifact at all: not flagged (so not repaired either), and the
+    audit did not fail. Only such rollouts count as successes."""
+    return not notes.get("audit") and "audit_error" not in notes
 
 
 def describe_events(events: list[dict[str, Any]], repair: dict[str, Any] | None = None) -> str:

@@ -3,10 +3,10 @@
 Methods (``plan_offline(..., method=...)``):
 
 * ``template``: uniform samples from the skeleton's parameter ranges (``skeleton:`` in the task config).
-* ``cem`` (the offline default): the cross-entropy method over the skeleton's open parameters normalised to
-  [0, 1], Prompting-with-the-Future style: a uniform first population, then Gaussian populations whose
-  diagonal mean and spread are refit to the best quarter, each population rolled out in parallel from the
-  same snapshot; it stops at the first success or when the time budget is spent.
+* ``skeleton`` (``cem`` is its former name): the cross-entropy method over the skeleton's open parameters
+  normalised to [0, 1], Prompting-with-the-Future style: a uniform first population, then Gaussian
+  populations whose diagonal mean and spread are refit to the best quarter, each population rolled out in
+  parallel from the same snapshot; it stops at the first success or when the time budget is spent.
 * ``gaussian``: the paper's ablation (sec. 4.3): the skeleton's action types with every continuous parameter
   drawn from a zero-mean Gaussian over end-effector pose deltas, five times as many samples, then refit like
   ``cem``. An ablation: it is not expected to solve the suite.
@@ -27,15 +27,15 @@ import numpy as np
 
 from simpact.core.actions import ACTION_SPECS, Plan, StartPose
 from simpact.core.scene import Scene
-from simpact.core.vocab import OFFLINE_METHODS
-from simpact.planner.audit import artifact_free, audit_and_repair
+from simpact.core.vocab import SKELETON_METHODS
+from simpact.planner.audit import artifact_free, audit_and_repair, clean
 from simpact.planner.records import PlanHooks, Proposal
 from simpact.tasks import Task, TaskError
 from solvers.world import World
 
-__all__ = ["METHODS", "OfflineResult", "plan_offline"]
+__all__ = ["METHODS", "OfflineResult", "plan_offline", "refit"]
 
-METHODS = OFFLINE_METHODS
+METHODS = SKELETON_METHODS
 
 POPULATION = 12
 """Plans per CEM population (rolled out in parallel)."""
@@ -59,6 +59,8 @@ class OfflineResult:
     best: int | None
     success: bool
     wall_s: float
+    repaired: list[int] = field(default_factory=list)
+    """Indices of successes that needed SimuGuard's repaired rerun (not counted as successes)."""
 
 
 class _Space:
@@ -238,10 +240,18 @@ def _search(
 def _refit(
     proposals: list[Proposal], batch: int, mean: np.ndarray | None, std: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Refit the diagonal Gaussian (``mean``, ``std``; None at first) to the elites among everything judged
-    so far, the elite count a fraction of the last ``batch`` size."""
+    """:func:`refit` to everything judged so far (the proposals' normalised vectors and scores)."""
     scores = np.array([p.score for p in proposals])
     history = np.array([p.notes["x"] for p in proposals])
+    return refit(history, scores, batch, mean, std)
+
+
+def refit(
+    history: np.ndarray, scores: np.ndarray, batch: int, mean: np.ndarray | None, std: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The CEM refit: the diagonal Gaussian (``mean``, ``std``; None at first) refit to the elites among the
+    vectors ``history`` (N, D) judged so far with ``scores`` (N,), the elite count a fraction of the last
+    ``batch`` size, smoothed with the previous distribution and kept at least ``MIN_STD`` wide."""
     n_elite = max(2, math.ceil(ELITE_FRACTION * batch))
     elite = history[np.argsort(-scores, kind="stable")[:n_elite]]
     e_mean, e_std = elite.mean(axis=0), elite.std(axis=0)
@@ -253,15 +263,18 @@ def _refit(
 
 
 def _trusted(proposal: Proposal) -> bool:
-    """A success on an artifact-free rollout (not flagged by SimuGuard, or repaired)."""
-    return proposal.success and artifact_free(proposal.notes)
+    """A success on a rollout SimuGuard did not flag (a repaired rerun's success is not counted)."""
+    return proposal.success and clean(proposal.notes)
 
 
 def _result(proposals: list[Proposal], t0: float) -> OfflineResult:
     if not proposals:
         return OfflineResult([], None, False, time.perf_counter() - t0)
     wins = [i for i, p in enumerate(proposals) if _trusted(p)]
+    repaired = [
+        i for i, p in enumerate(proposals) if p.success and not clean(p.notes) and artifact_free(p.notes)
+    ]
     # Without a trusted success, the best score among rollouts with no flagged artifact.
     scores = [p.score if artifact_free(p.notes) else -1.0 for p in proposals]
     best = wins[0] if wins else int(np.argmax(scores))
-    return OfflineResult(proposals, best, bool(wins), time.perf_counter() - t0)
+    return OfflineResult(proposals, best, bool(wins), time.perf_counter() - t0, repaired)

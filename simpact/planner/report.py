@@ -30,6 +30,7 @@ from simpact.core.rundir import RunRecord
 from simpact.planner.context import initial_image, keyframes
 from simpact.planner.records import PlanHooks, PlanResult, Proposal
 from simpact.planner.resume import ANSWERS
+from simpact.planner.tree import tree_markdown
 from solvers.world import World
 
 __all__ = ["RunWriter", "redact", "secret_values", "write_report"]
@@ -202,6 +203,31 @@ class RunWriter:
             self.record.update(rollouts=len(self.proposals), exchanges=len(self.exchanges))
 
 
+TREE_NOTE = (
+    "Each node is the best sample of a primitive's CEM, rolled out from its parent's end snapshot; its score "
+    "is the task's own goal on the whole history."
+)
+
+
+def _planner_lines(extra: Mapping[str, Any]) -> list[str]:
+    """What the report says about a VLM-free planner: skeleton or not, the privileged score, repairs."""
+    info = extra.get("planner")
+    if not isinstance(info, Mapping):
+        return []
+    lines = [
+        f"- planner {info['name']}: {'uses' if info.get('skeleton_used') else 'no'} skeleton; hint: "
+        f"{info.get('hint', '-')}",
+        f"- score: {info.get('score', '-')}",
+    ]
+    if "simulated_rollouts" in extra:
+        lines.append(f"- rollouts simulated in the search: {extra['simulated_rollouts']}")
+    if extra.get("repaired_successes"):
+        lines.append(
+            f"- successes only after a SimuGuard repair (not counted): {extra['repaired_successes']}"
+        )
+    return lines
+
+
 def _table(result: PlanResult) -> list[str]:
     rows = [
         "| # | iteration | source | actions | score | task check | VLM verdict | notes |",
@@ -281,6 +307,7 @@ def write_report(
         f"reported plan: {_chosen_index(result)}"
         + (f" (score {chosen.score:.3f}, task check {_check(chosen)})" if chosen is not None else ""),
         f"- SimuGuard audit: {json.dumps(result.audit) if result.audit is not None else 'not run'}",
+        *_planner_lines(result.extra),
         "",
     ]
     if files["initial_image"] or files["final_image"]:
@@ -295,6 +322,8 @@ def write_report(
         md += ["## Reported plan", ""]
         md += [f"{k}. `{a}`" for k, a in enumerate(chosen.plan.actions, 1)]
         md.append("")
+    if result.extra.get("tree"):
+        md += ["## Explored tree", "", TREE_NOTE, "", *tree_markdown(result.extra["tree"]), ""]
     if result.failures:
         md += ["## Queries without a rollout", ""]
         md += [f"- {f.source} (round {f.iteration}): {f.reason}" for f in result.failures]

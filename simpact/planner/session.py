@@ -12,6 +12,7 @@ from simpact.planner.audit import audit_summary
 from simpact.planner.loop import LoopConfig, Progress, plan_with_vlm
 from simpact.planner.offline import plan_offline
 from simpact.planner.records import PlanHooks, PlanResult, Proposal
+from simpact.planner.tree import plan_tree
 from simpact.tasks import Task
 from simpact.vlm import VLM
 from solvers.world import World
@@ -43,6 +44,32 @@ def reference_result(task: Task, scene: Any, world: World, seed: int) -> PlanRes
     )
 
 
+PRIVILEGED = (
+    "the task's own goal score and check (privileged information a VLM does not have) rank the rollouts"
+)
+
+
+def planner_info(method: str, *, hints: list[Any] | None = None) -> dict[str, Any]:
+    """What ``result.json`` and ``bench tasks`` say about a VLM-free planner: its name, whether it used the
+    task's skeleton or other hints, and that its score is the task's own goal."""
+    skeleton = method != "tree"
+    info: dict[str, Any] = {
+        "name": method,
+        "skeleton_used": skeleton,
+        "hint": "the task's skeleton: an action sequence with ranges, written by hand for this task"
+        if skeleton
+        else "the goal's hints (which objects, where they should go); no skeleton, no reference plan",
+        "score": PRIVILEGED,
+    }
+    if hints is not None:
+        info["goal_hints"] = [_hint_dict(h) for h in hints]
+    return info
+
+
+def _hint_dict(h: Any) -> dict[str, Any]:
+    return {k: getattr(h, k) for k in ("object", "kind", "point", "onto", "face", "height") if getattr(h, k)}
+
+
 def offline_result(
     task: Task,
     scene: Any,
@@ -52,21 +79,38 @@ def offline_result(
     progress: Progress | None = None,
     hooks: PlanHooks | None = None,
 ) -> PlanResult:
-    """Plan without a VLM (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`."""
+    """Plan without a VLM: the tree search over primitives (``tree``,
+    :func:`simpact.planner.tree.plan_tree`) or a skeleton planner
+    (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`. Success counts only a rollout
+    SimuGuard did not flag; successes that needed a repaired rerun are listed in ``repaired_successes``."""
     t0 = time.perf_counter()
-    out = plan_offline(task, scene, world, seed, method=method, progress=progress, hooks=hooks)
-    proposals = list(out.proposals)
+    if method == "tree":
+        tree = plan_tree(task, scene, world, seed, progress, hooks=hooks)
+        proposals, best, success = list(tree.proposals), tree.best, tree.success
+        extra: dict[str, Any] = {
+            "planner": planner_info(method, hints=tree.hints),
+            "simulated_rollouts": tree.rollouts,
+            "tree": [n.to_dict() for n in tree.nodes],
+        }
+        repaired = tree.repaired
+    else:
+        out = plan_offline(task, scene, world, seed, method=method, progress=progress, hooks=hooks)
+        proposals, best, success = list(out.proposals), out.best, out.success
+        extra = {"planner": planner_info(method), "simulated_rollouts": len(proposals)}
+        repaired = out.repaired
+    extra["repaired_successes"] = [proposals[i].source for i in repaired]
     return PlanResult(
         task=task.name,
         seed=seed,
         proposals=proposals,
-        accepted=out.best if out.success else None,
-        best=out.best,
+        accepted=best if success else None,
+        best=best,
         wall_s=time.perf_counter() - t0,
         vlm=None,
         iterations=max((p.iteration for p in proposals), default=-1) + 1,
         method=method,
         audit=audit_summary(proposals),
+        extra=extra,
     )
 
 

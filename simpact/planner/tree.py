@@ -1,0 +1,456 @@
+"""The offline planner with no skeleton: a tree search over object-centric primitives with state-locked
+branching and CEM over each primitive's parameters, scored by the task's own goal.
+
+The root is the world's initial snapshot. Expanding a node builds the primitives its goal hints suggest
+(:func:`simpact.planner.primitives.primitives_for`) from the objects' poses where the node ends, and for
+each primitive runs the cross-entropy method over its parameters (a uniform population, then Gaussian ones
+refit to the elites, :func:`simpact.planner.offline.refit`), every population rolled out in parallel from
+the node's own end snapshot (``World.rollouts(plans, snapshot=...)``): a branch starts from the exact state
+its parent ended in, not from a replay (state-locked branching, as in RoboAware). A sample is scored by the
+task's :meth:`~simpact.tasks.Task.evaluate` on the whole history (the parent's trace up to its last action,
+then the sample's rollout with the task's hold), and the best sample of each primitive becomes a child.
+Nodes are expanded best score first, to ``max_depth`` primitives.
+
+A child whose history the task judges a success is rolled out again as one plan from the initial snapshot
+(every primitive's actions in order, as ``simpact rollout`` would run it), checked, and audited by
+SimuGuard; that rollout is the proposal. A success counts only on a rollout SimuGuard did not flag:
+a success that needed a repaired rerun is listed separately and the search goes on.
+
+The score is the task's own goal (privileged information a VLM does not have); the goal hints name which
+objects matter and where they should go. No skeleton and no reference plan is used. The search is
+deterministic for a seed while under ``max_rollouts``; a run stopped by the wall-clock ``budget_s`` is not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from simpact.core.actions import Plan, PlanError
+from simpact.core.rollout import Rollout, Trace, WorldState
+from simpact.core.scene import Scene
+from simpact.planner.audit import audit_and_repair, clean
+from simpact.planner.offline import refit
+from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, safe_height
+from simpact.planner.records import PlanHooks, Proposal
+from simpact.planner.suggest import primitives_for
+from simpact.tasks import Evaluation, Task
+from solvers.mujoco.world import mujoco_access
+from solvers.world import World
+
+__all__ = ["Node", "TreeResult", "end_snapshot", "plan_tree", "task_hints", "tree_markdown"]
+
+POPULATION = 12
+"""Samples per CEM population of one primitive (rolled out in parallel)."""
+ITERATIONS = 4
+"""CEM populations per primitive at a node."""
+MAX_DEPTH = 3
+"""Primitives in a plan at most."""
+MAX_ROLLOUTS = 600
+"""Rollouts a search may simulate (the deterministic budget)."""
+BUDGET_S = 170.0
+"""Wall-clock cap of one search, s."""
+
+
+@dataclass
+class Node:
+    """One node of the tree: the primitive that led here (``label``, its ``params``), its own ``actions``,
+    the task's judgement of the whole history, the rollouts its CEM took (``samples``), and what it keeps
+    for branching: the combined ``rollout`` from the root, the ``own`` rollout from its parent's snapshot,
+    ``cut`` (trace rows up to its last action's end), its end ``snapshot`` (made when it is expanded)."""
+
+    id: int
+    parent: int | None
+    depth: int
+    label: str = "root"
+    params: dict[str, float] = field(default_factory=dict)
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    score: float = -1.0
+    success: bool = False
+    samples: int = 0
+    yaw: float = 0.0
+    rollout: Rollout | None = None
+    own: Rollout | None = None
+    cut: int = 0
+    snapshot: Any = None
+    verified: str | None = None
+    children: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "depth": self.depth,
+            "primitive": self.label,
+            "params": self.params,
+            "actions": len(self.actions),
+            "score": round(self.score, 4),
+            "success": self.success,
+            "samples": self.samples,
+            "verified": self.verified,
+            "children": list(self.children),
+        }
+
+
+@dataclass
+class TreeResult:
+    """The verified ``proposals`` (full plans from the initial snapshot), the ``best`` index (first clean
+    success, else highest score), whether it succeeded cleanly, the ``tree``, rollouts simulated, wall s."""
+
+    proposals: list[Proposal]
+    best: int | None
+    success: bool
+    nodes: list[Node]
+    rollouts: int
+    wall_s: float
+    hints: list[Any]
+    repaired: list[int] = field(default_factory=list)
+
+
+def task_hints(task: Task, scene: Scene, seed: int) -> list[Any]:
+    """The task goal's hints (``Task.goal_hints``), or for a task whose goal is a Python check without
+    hints, hints read from its success parameters (object and region, target line, upper and lower bowl,
+    support, pieces and region)."""
+    goal_hints = getattr(task, "goal_hints", None)
+    found = list(goal_hints(scene, seed=seed)) if callable(goal_hints) else []
+    if found:
+        return found
+    p, targets = task.success_params, task.targets(seed)
+    objects = {o.name: o for o in scene.objects}
+    hints: list[Any] = []
+    if "upper" in p and "lower" in p:
+        hints.append(Hint(p["upper"], "place", onto=p["lower"]))
+    if "object" in p and "region" in p:
+        hints.append(Hint(p["object"], "place", point=objects[p["region"]].position))
+    if "object" in p and "target" in p:
+        point = list(objects[p["object"]].position)
+        point["xyz".index(p.get("axis", "x"))] = targets[p["target"]]
+        hints.append(Hint(p["object"], "upright", point=(point[0], point[1], point[2])))
+    if "object" in p and "support" in p:
+        hints.append(Hint(p["object"], "standing", face="smallest"))
+    if "pieces" in p and "region" in p:
+        hints.append(Hint(f"{p['pieces']}*", "place", point=objects[p["region"]].position))
+    if "obstacle" in p:
+        hints.append(Hint(p["obstacle"], "keep"))
+    return hints
+
+
+def end_snapshot(world: World, snapshot: Any, own: Rollout, tail_s: float) -> tuple[Any, int]:
+    """The exact state at the end of ``own``'s last action (before its hold), stepping its controls from
+    ``snapshot`` as the rollout did, and that step's trace row; checked bit for bit against the rollout."""
+    mj = mujoco_access(world)
+    _, ctrl, action_end, _ = mj.controls(own.plan, snapshot, tail_s)
+    last = int(action_end[-1])
+    data = mj.new_data(snapshot)
+    for u in ctrl[: last + 1]:
+        data.ctrl[:] = u
+        mujoco.mj_step(mj.model, data)
+    if own.trace is not None and not np.array_equal(data.qpos, own.trace.qpos[last]):
+        raise RuntimeError("stepping a branch's controls diverged from its rollout")
+    return mj.snapshot(data), last
+
+
+def combine(parent: Node, own: Rollout, plan: Plan) -> Rollout:
+    """``own`` (rolled out from ``parent``'s end snapshot) appended to ``parent``'s history: one rollout of
+    ``plan`` (all actions from the root) as the task's check reads it."""
+    if parent.rollout is None:
+        return own
+    head, tail = parent.rollout.trace, own.trace
+    assert head is not None and tail is not None, "branching needs traces"
+    cut = parent.cut + 1
+
+    def join(k: str) -> np.ndarray:
+        return np.concatenate([getattr(head, k)[:cut], getattr(tail, k)])
+
+    trace = Trace(
+        time=join("time"),
+        qpos=join("qpos"),
+        qvel=join("qvel"),
+        ctrl=join("ctrl"),
+        tcp_position=join("tcp_position"),
+        tcp_quaternion=join("tcp_quaternion"),
+        gripper_width=join("gripper_width"),
+        object_qpos=dict(tail.object_qpos),
+    )
+    return Rollout(
+        plan,
+        parent.rollout.initial,
+        parent.rollout.states[: len(parent.rollout.plan.actions)] + list(own.states),
+        own.final,
+        trace,
+        own.final_contacts,
+        max(parent.rollout.ik_residual_max, own.ik_residual_max),
+        cut + own.nsteps,
+        parent.rollout.wall_s + own.wall_s,
+    )
+
+
+class _Search:
+    """One tree search (see the module docstring)."""
+
+    def __init__(self, task: Task, scene: Scene, world: World, seed: int, **kw: Any) -> None:
+        self.task, self.scene, self.world, self.seed = task, scene, world, seed
+        self.population: int = kw["population"]
+        self.iterations: int = kw["iterations"]
+        self.max_depth: int = kw["max_depth"]
+        self.max_rollouts: int = kw["max_rollouts"]
+        self.budget_s: float = kw["budget_s"]
+        self.audit: bool = kw["audit"]
+        self.progress: Callable[[str], None] | None = kw["progress"]
+        self.hooks: PlanHooks = kw["hooks"]
+        self.rng = np.random.default_rng(seed)
+        self.t0 = time.perf_counter()
+        self.start = world.start_pose()
+        self.hints = task_hints(task, scene, seed)
+        root = Node(0, None, 0, yaw=float(scene.robot.yaw), snapshot=world.initial_snapshot)
+        self.nodes = [root]
+        self.rollouts = 0
+        self.proposals: list[Proposal] = []
+        self.repaired: list[int] = []
+        self.done = False
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+
+    def out_of_budget(self, more: int = 0) -> bool:
+        return self.rollouts + more > self.max_rollouts or time.perf_counter() - self.t0 > self.budget_s
+
+    def run(self) -> None:
+        frontier = [0]
+        while frontier and not self.done and not self.out_of_budget(1):
+            frontier.sort(key=lambda i: (-self.nodes[i].score, i))
+            node = self.nodes[frontier.pop(0)]
+            if node.depth >= self.max_depth:
+                continue
+            self.expand(node)
+            frontier += node.children
+
+    def state_at(self, node: Node) -> WorldState:
+        return self.world.state() if node.own is None else node.own.states[-1]
+
+    def expand(self, node: Node) -> None:
+        if node.snapshot is None:
+            assert node.own is not None
+            node.snapshot, _ = end_snapshot(
+                self.world, self.nodes[node.parent or 0].snapshot, node.own, self.task.tail_s
+            )
+        boxes = geometry(self.scene, self.state_at(node))
+        start = self.world.start_pose(node.snapshot)
+        ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
+        for prim in primitives_for(self.hints, boxes, node.depth):
+            if self.done or self.out_of_budget(1):
+                return
+            child = self.optimise(node, prim, ctx)
+            if child is None:
+                continue
+            self.nodes.append(child)
+            node.children.append(child.id)
+            self.say(
+                f"  node {child.id} (depth {child.depth}, from {node.id}): {child.label} "
+                f"score {child.score:.3f}{' success' if child.success else ''} [{child.samples} rollouts]"
+            )
+            if child.success:
+                self.verify(child)
+
+    def _plans(
+        self, prim: Primitive, ctx: Context, xs: np.ndarray, start: dict[str, Any]
+    ) -> list[Plan | None]:
+        out: list[Plan | None] = []
+        for x in xs:
+            try:
+                out.append(Plan.from_actions(prim.actions(ctx, x), description=prim.label, start_pose=start))
+            except PlanError:
+                out.append(None)
+        return out
+
+    def optimise(self, node: Node, prim: Primitive, ctx: Context) -> Node | None:
+        """CEM over ``prim``'s parameters from ``node``'s snapshot; the best sample as a child node."""
+        best: tuple[float, bool, np.ndarray, Rollout, Rollout] | None = None
+        xs_all: list[np.ndarray] = []
+        scores: list[float] = []
+        mean = std = None
+        samples = 0
+        for it in range(self.iterations if prim.dim else 1):
+            n = self.population if prim.dim else 1
+            if self.out_of_budget(n):
+                break
+            if it == 0:
+                xs = self.rng.uniform(0.0, 1.0, (n, prim.dim))
+            else:
+                assert mean is not None and std is not None
+                xs = np.clip(mean + std * self.rng.standard_normal((n, prim.dim)), 0.0, 1.0)
+            plans = self._plans(prim, ctx, xs, dict(ctx.start or {}))
+            valid = [p for p in plans if p is not None]
+            results = iter(self.world.rollouts(valid, snapshot=node.snapshot, tail_s=self.task.tail_s))
+            self.rollouts += len(valid)
+            samples += len(valid)
+            for x, plan in zip(xs, plans):
+                score, success = 0.0, False
+                if plan is not None:
+                    own = next(results)
+                    full = self.full_plan(node, plan)
+                    combined = combine(node, own, full)
+                    ev = self.task.evaluate(combined, self.scene, self.seed)
+                    score, success = float(ev.score), bool(ev.success)
+                    if best is None or (success, score) > (best[1], best[0]):
+                        best = (score, success, x, own, combined)
+                xs_all.append(x)
+                scores.append(score)
+            if best is not None and best[1]:
+                break
+            mean, std = refit(np.array(xs_all), np.array(scores), n, mean, std)
+        if best is None:
+            return None
+        score, success, x, own, combined = best
+        child = Node(
+            len(self.nodes),
+            node.id,
+            node.depth + 1,
+            prim.label,
+            prim.describe(x),
+            [a.to_dict() for a in own.plan.actions],
+            score,
+            success,
+            samples,
+            node.yaw + sum(a.params.get("dyaw", 0.0) for a in own.plan.actions),
+            combined,
+            own,
+        )
+        child.cut = (node.cut + 1 if node.rollout is not None else 0) + _last_action_row(
+            own, self.world, self.task.tail_s
+        )
+        return child
+
+    def full_plan(self, node: Node, plan: Plan) -> Plan:
+        """Every action from the root to ``node``, then ``plan``'s, as one plan from the initial pose."""
+        chain: list[dict[str, Any]] = []
+        n: Node | None = node
+        while n is not None and n.parent is not None:
+            chain = n.actions + chain
+            n = self.nodes[n.parent]
+        return Plan.from_actions(
+            chain + [a.to_dict() for a in plan.actions],
+            description="tree plan",
+            start_pose=self.start.to_dict(),
+        )
+
+    def verify(self, node: Node) -> Proposal:
+        """Roll ``node``'s whole plan out from the initial snapshot as one plan; check and audit it."""
+        plan = self.full_plan(self.nodes[node.parent or 0], Plan.from_actions(node.actions))
+        rollout = self.world.rollouts([plan], tail_s=self.task.tail_s)[0]
+        self.rollouts += 1
+        evaluation: Evaluation = self.task.evaluate(rollout, self.scene, self.seed)
+        notes: dict[str, Any] = {"node": node.id, "branch_score": node.score}
+        if self.audit:
+            checked = audit_and_repair(self.world, self.task, self.scene, self.seed, rollout, evaluation)
+            rollout, evaluation = checked.rollout, checked.evaluation
+            notes.update(checked.notes())
+        proposal = Proposal(plan, rollout, evaluation, node.depth, f"tree/node{node.id}", notes)
+        self.proposals.append(proposal)
+        index = len(self.proposals) - 1
+        if self.hooks.on_proposal is not None:
+            self.hooks.on_proposal(index, proposal)
+        trusted = proposal.success and clean(notes)
+        node.verified = "success" if trusted else ("repaired" if proposal.success else "failure")
+        if proposal.success and not trusted:
+            self.repaired.append(index)
+        self.say(
+            f"  node {node.id} replayed from the start as one plan: {node.verified}, "
+            f"score {proposal.score:.3f}"
+        )
+        self.done = self.done or trusted
+        return proposal
+
+
+def _last_action_row(own: Rollout, world: World, tail_s: float) -> int:
+    """The trace row of ``own``'s last action end (its rollout's steps before the hold)."""
+    hold = round(tail_s / mujoco_access(world).timestep)
+    return own.nsteps - hold - 1
+
+
+def plan_tree(
+    task: Task,
+    scene: Scene,
+    world: World,
+    seed: int,
+    progress: Callable[[str], None] | None = None,
+    *,
+    population: int = POPULATION,
+    iterations: int = ITERATIONS,
+    max_depth: int = MAX_DEPTH,
+    max_rollouts: int = MAX_ROLLOUTS,
+    budget_s: float = BUDGET_S,
+    audit: bool = True,
+    hooks: PlanHooks | None = None,
+) -> TreeResult:
+    """Search ``task`` in ``scene`` (seed ``seed``, which also seeds the sampler) without a skeleton."""
+    search = _Search(
+        task,
+        scene,
+        world,
+        seed,
+        population=population,
+        iterations=iterations,
+        max_depth=max_depth,
+        max_rollouts=max_rollouts,
+        budget_s=budget_s,
+        audit=audit,
+        progress=progress,
+        hooks=hooks or PlanHooks(),
+    )
+    search.say(f"tree search: goal hints {[_hint_text(h) for h in search.hints]}")
+    search.run()
+    if not any(n.verified for n in search.nodes[1:]) and len(search.nodes) > 1:
+        search.verify(max(search.nodes[1:], key=lambda n: (n.score, -n.id)))
+    proposals = search.proposals
+    wins = [i for i, p in enumerate(proposals) if p.success and clean(p.notes)]
+    best = (
+        wins[0]
+        if wins
+        else (max(range(len(proposals)), key=lambda i: (proposals[i].score, -i)) if proposals else None)
+    )
+    for n in search.nodes:  # free the traces: the tree's summary is what is kept
+        n.rollout = n.own = n.snapshot = None
+    return TreeResult(
+        proposals,
+        best,
+        bool(wins),
+        search.nodes,
+        search.rollouts,
+        time.perf_counter() - search.t0,
+        search.hints,
+        search.repaired,
+    )
+
+
+def _hint_text(h: Any) -> str:
+    where = f" onto {h.onto}" if h.onto else (f" at ({h.point[0]:.3f}, {h.point[1]:.3f})" if h.point else "")
+    return f"{h.kind} {h.object}{where}"
+
+
+def tree_markdown(nodes: Sequence[dict[str, Any]]) -> list[str]:
+    """The explored tree as an indented markdown list (one line per node, children under their parent)."""
+    by_id = {n["id"]: n for n in nodes}
+    lines: list[str] = []
+
+    def walk(i: int, indent: int) -> None:
+        n = by_id[i]
+        params = ", ".join(f"{k}={v:g}" for k, v in n["params"].items())
+        mark = f" — replayed: **{n['verified']}**" if n.get("verified") else ""
+        text = (
+            f"{n['primitive']}({params}) score {n['score']:.3f}"
+            f"{' (branch success)' if n['success'] else ''}, {n['samples']} rollouts{mark}"
+        )
+        lines.append(f"{'  ' * indent}- node {i}: {'root (initial snapshot)' if i == 0 else text}")
+        for c in n["children"]:
+            walk(c, indent + 1)
+
+    if by_id:
+        walk(0, 0)
+    return lines
