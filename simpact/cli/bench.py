@@ -11,6 +11,7 @@ from typing import Any
 
 from robot.sim2real import RealityGap
 from simpact.bench.audit import run_audit_bench
+from simpact.bench.audit_rollouts import run_rollout_audit
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
 from simpact.bench.perf import run_perf
 from simpact.bench.real2sim import format_table as real2sim_table
@@ -104,24 +105,60 @@ def cmd_bench_tasks(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_audit(args: argparse.Namespace) -> None:
-    seeds = _seeds(args.seeds)
+    if args.rollouts:
+        _bench_audit_rollouts(args)
+        return
+    seeds = _seeds(args.seeds) if args.seeds else None
+    positive_int(args.episodes, "--episodes")
 
     def progress(record: dict[str, Any]) -> None:
-        verdict = "ok  " if record["correct"] else "MISS"
-        label = "artifact" if record["artifact"] else "clean"
-        print(f"  {verdict} {record['name']} ({label}): flagged={record['flagged']}", flush=True)
+        verdict = {"tp": "ok  ", "tn": "ok  ", "fn": "MISS", "fp": "FALSE"}.get(record["outcome"], "--  ")
+        print(
+            f"  {verdict} {record['name']} (label {record['label']}): flagged={record['flagged']}", flush=True
+        )
 
     out = reusable_out(args.out)
     result = _recorded(
         out,
         "bench audit",
-        {"seeds": seeds},
-        lambda: run_audit_bench(out, seeds, progress=progress, pictures=args.pictures),
+        {"split": args.split, "episodes": args.episodes, "seeds": seeds},
+        lambda: run_audit_bench(
+            out, args.split, args.episodes, progress=progress, pictures=args.pictures, seeds=seeds
+        ),
     )
+
+    def rate(key: str) -> str:
+        value, ci = result[key], result[f"{key}_ci95"]
+        return "n/a" if value is None else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
     line = (
-        f"bench audit ({len(seeds)} episodes): precision {result['precision']:.3f}, "
-        f"recall {result['recall']:.3f}, {result['fp']} false positives, {result['fn']} false negatives "
+        f"bench audit ({result['split']}, {result['episodes']} episodes, {result['ambiguous']} ambiguous): "
+        f"precision {rate('precision')}, recall {rate('recall')}, {result['fp']} false alarms, "
+        f"{result['fn']} misses, {len(result['screen']['violations'])} screen violations "
         f"-> {out / 'result.json'}"
+    )
+    print(_with_ignored(line, result))
+
+
+def _bench_audit_rollouts(args: argparse.Namespace) -> None:
+    seeds = _seeds(args.seeds or "1-100")
+    names = _task_names(args.tasks)
+
+    def progress(record: dict[str, Any]) -> None:
+        flag = f"FLAGGED ({len(record['events'])})" if record["flagged"] else "clean"
+        print(f"  {record['task']} seed {record['seed']}: {flag}, success={record['success']}", flush=True)
+
+    out = reusable_out(args.out)
+    result = _recorded(
+        out,
+        "bench audit --rollouts",
+        {"tasks": names, "seeds": seeds},
+        lambda: run_rollout_audit(out, names, seeds, progress=progress),
+    )
+    total = result["all"]
+    line = (
+        f"bench audit --rollouts ({total['rollouts']} reference rollouts): {total['flagged']} flagged, "
+        f"{total['outcome_changed']} outcomes changed by the repair rerun -> {out / 'result.json'}"
     )
     print(_with_ignored(line, result))
 
@@ -254,9 +291,23 @@ def _add_tasks(bench: Any) -> None:
 
 
 def _add_audit(bench: Any) -> None:
-    p = bench.add_parser("audit", help="SimuGuard precision and recall on a labelled suite (resumable)")
-    p.add_argument("--seeds", default="0-53", help="episode seeds; 9 families cycle through them")
-    p.add_argument("--pictures", action="store_true", help="also write an HTML report with plots per episode")
+    p = bench.add_parser(
+        "audit", help="SimuGuard's detector on its labelled suite (precision, recall), or on task rollouts"
+    )
+    p.add_argument(
+        "--split", choices=("dev", "eval"), default="eval", help="suite split (thresholds fixed on dev)"
+    )
+    p.add_argument(
+        "--episodes", type=int, default=240, help="episodes of the split (a cycle of 24 over 16 families)"
+    )
+    p.add_argument(
+        "--seeds", default=None, help="exact suite seeds instead (with --rollouts: task seeds, 1-100)"
+    )
+    p.add_argument(
+        "--pictures", action="store_true", help="a PNG per miss, false alarm, ambiguous or flagged episode"
+    )
+    p.add_argument("--rollouts", action="store_true", help="audit the tasks' reference rollouts instead")
+    p.add_argument("--tasks", nargs="*", default=[], help="with --rollouts: tasks (default all)")
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_audit)
 

@@ -15,6 +15,13 @@ Three stages, run per body of role ``object``:
    (a robot link touching the object directly counts too) moved, before onset, at least 1/1.5 of the
    object's peak speed (floor 0.05 m/s).
 
+Events of a body that start within the flight of its flagged artifact (from onset until its speed stays
+below 0.5 m/s for 240 ms: the landing, the bounces) are reported with ``consequence_of`` set and are not
+flagged: one glitch is one artifact. Two extensions of the paper, both switchable in :class:`Thresholds`: a
+robot link touching the object counts as a carrier (``robot_contact_carries``), and the gravity stage also
+counts the speed the body had before onset (``own_motion``: a thrown or falling body that hits something
+keeps the energy it had).
+
 Row ``k`` of a recording is the state at the start of physics step ``k`` and the contacts acting during it,
 so the velocity change of step ``k`` is ``vel[k + 1] - vel[k]``; the onset of an event is that step.
 :func:`detect` is a pure function of the arrays and works on synthetic recordings.
@@ -23,7 +30,7 @@ so the velocity change of step ``k`` is ``vel[k + 1] - vel[k]``; the onset of an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -70,6 +77,10 @@ class Thresholds:
     """Floor of the free-fall and carrier speeds in the ratios' denominators, m/s."""
     robot_contact_carries: bool = True
     """A robot link touching the object directly counts as a carrier (an extension of the paper)."""
+    own_motion: bool = True
+    """The gravity stage also counts the speed the body already had before onset (an extension of the
+    paper): the speed it explains is ``sqrt(max_j (v_j^2 + 2 g (z_j - z_peak)))`` over the window's steps
+    ``j`` up to onset, which is the paper's free-fall speed for a body starting at rest."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,11 +132,20 @@ class Event:
     ejection: Verdict
     gravity: Verdict
     carrier: Verdict
+    consequence_of: int | None = None
+    """Onset step of the flagged artifact of the same body whose flight this event falls in (its landing or
+    a bounce): a consequence of that artifact, not an artifact of its own. None otherwise."""
+
+    @property
+    def passed(self) -> bool:
+        """The event passed all three stages."""
+        return self.ejection.passed and self.gravity.passed and self.carrier.passed
 
     @property
     def flagged(self) -> bool:
-        """True when the event passed all three stages: a candidate contact artifact."""
-        return self.ejection.passed and self.gravity.passed and self.carrier.passed
+        """True when the event passed all three stages and is not a consequence of an earlier artifact: a
+        candidate contact artifact."""
+        return self.passed and self.consequence_of is None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -141,6 +161,7 @@ class Event:
             "contact_depth": self.contact_depth,
             "contact_impulse": self.contact_impulse,
             "flagged": self.flagged,
+            "consequence_of": self.consequence_of,
             "stages": {
                 "ejection": self.ejection.to_dict(),
                 "gravity": self.gravity.to_dict(),
@@ -235,12 +256,19 @@ def _confirm(a: _Arrays, th: Thresholds, k: int, b: int) -> Verdict:
 def _gravity(a: _Arrays, th: Thresholds, k: int, b: int, peak_step: int, peak: float) -> Verdict:
     lo = max(0, k - th.steps(th.gravity_before, a.dt))
     z = a.pos[lo : peak_step + 1, b, 2]
-    drop = max(0.0, float(z.max() - a.pos[peak_step, b, 2]))
+    z_peak = a.pos[peak_step, b, 2]
+    drop = max(0.0, float(z.max() - z_peak))
     free_fall = float(np.sqrt(2.0 * a.g * drop))
-    ratio = peak / max(free_fall, th.speed_floor)
+    explained = free_fall
+    if th.own_motion:  # the speed the body could reach at the peak from any earlier step of the window
+        v = a.speed[lo : k + 1, b]
+        budget = v * v + 2.0 * a.g * (a.pos[lo : k + 1, b, 2] - z_peak)
+        explained = max(free_fall, float(np.sqrt(max(0.0, float(budget.max())))))
+    ratio = peak / max(explained, th.speed_floor)
     passed = ratio > th.gravity_ratio
     reason = "faster than free fall" if passed else "explained by gravity"
-    return Verdict(passed, reason, {"drop": drop, "free_fall_speed": free_fall, "ratio": ratio})
+    values = {"drop": drop, "free_fall_speed": free_fall, "explained_speed": explained, "ratio": ratio}
+    return Verdict(passed, reason, values)
 
 
 def _carrier(a: _Arrays, th: Thresholds, k: int, b: int, peak: float) -> Verdict:
@@ -329,4 +357,31 @@ def detect(recording: Recording, thresholds: Thresholds | None = None) -> list[E
                 )
             )
     events.sort(key=lambda e: (e.onset_step, e.body_id))
-    return events
+    return _consequences(a, th, events)
+
+
+def _flight_end(a: _Arrays, th: Thresholds, k: int, b: int) -> int:
+    """Last step of the flight that starts at onset ``k``: before the body's speed stays below the candidate
+    speed for a confirmation window (240 ms), or the recording's end."""
+    w = th.steps(th.confirm_window, a.dt)
+    slow = a.speed[k + 1 :, b] < th.min_speed
+    if slow.size < w:
+        return a.n - 1
+    runs = np.convolve(slow.astype(np.int64), np.ones(w, dtype=np.int64), mode="valid")
+    rest = np.flatnonzero(runs == w)
+    return a.n - 1 if rest.size == 0 else k + 1 + int(rest[0])
+
+
+def _consequences(a: _Arrays, th: Thresholds, events: list[Event]) -> list[Event]:
+    """Mark the events that fall in the flight of an earlier flagged event of the same body."""
+    flight: dict[int, tuple[int, int]] = {}  # body -> (onset of its artifact, last step of its flight)
+    out = []
+    for e in events:
+        onset, end = flight.get(e.body_id, (-1, -1))
+        if e.onset_step <= end:
+            out.append(replace(e, consequence_of=onset))
+            continue
+        if e.flagged:
+            flight[e.body_id] = (e.onset_step, _flight_end(a, th, e.onset_step, e.body_id))
+        out.append(e)
+    return out

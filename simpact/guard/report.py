@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from simpact.guard.detector import Event
+from simpact.guard.energy import EnergyAudit, EnergyGain
 from simpact.guard.store import Recording
 
-__all__ = ["fastest_robot_speed", "plot_event", "write_report"]
+__all__ = ["fastest_robot_speed", "plot_episode", "plot_event", "write_report"]
 
 
 def fastest_robot_speed(recording: Recording) -> tuple[np.ndarray, list[str]]:
@@ -66,6 +67,62 @@ def plot_event(recording: Recording, event: Event, path: str | Path, window_s: f
         ax.set_ylabel("speed (m/s)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper right")
+        fig.tight_layout()
+        fig.savefig(path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def plot_episode(
+    recording: Recording,
+    energy: EnergyAudit,
+    gain: EnergyGain,
+    events: Sequence[Event],
+    path: str | Path,
+    title: str,
+) -> Path:
+    """A whole suite episode in two panels: above, the speed (m/s) of every object and the fastest robot
+    link, each detector event marked at its onset (red: flagged, orange: a consequence, grey: stopped by a
+    stage); below, the unexplained energy (J) of the energy audit with its largest rise shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t = recording.time
+    roles = np.asarray(recording.manifest.roles)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 5.2), dpi=100, sharex=True)
+    try:
+        for b in np.flatnonzero(roles == "object")[:8]:
+            top.plot(t, recording.speed(int(b)), lw=1.2, label=recording.manifest.bodies[b])
+        robot, names = fastest_robot_speed(recording)
+        if any(names):
+            top.plot(t, robot, color="k", lw=0.8, ls=":", label="fastest robot link")
+        for e in events:
+            color = "tab:red" if e.flagged else "tab:orange" if e.consequence_of is not None else "0.6"
+            top.axvline(e.onset_s, color=color, ls="--", lw=1.0)
+            top.annotate(
+                f"{e.body} {e.peak_speed:.1f} m/s", (e.onset_s, e.peak_speed), fontsize=7, color=color
+            )
+        top.set_ylabel("speed (m/s)")
+        top.legend(fontsize=7, loc="upper right")
+        top.grid(alpha=0.3)
+        top.set_title(title, fontsize=9)
+        u = energy.unexplained()
+        bottom.plot(t[: len(u)], u, color="tab:purple", lw=1.2, label="objects' energy - robot work")
+        if gain.gain > 0 and gain.step < len(t):
+            bottom.axvspan(t[gain.start], t[gain.step], color="tab:purple", alpha=0.2)
+            bottom.annotate(
+                f"+{gain.gain:.3g} J ({gain.body}, as {gain.speed:.2f} m/s)",
+                (t[gain.step], u[gain.step]),
+                fontsize=8,
+            )
+        bottom.set_xlabel("time (s)")
+        bottom.set_ylabel("unexplained energy (J)")
+        bottom.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(path)
     finally:

@@ -1,527 +1,457 @@
-"""A labelled suite of small SimuGuard episodes: contact artifacts (positives) and hard negatives.
+"""SimuGuard's labelled suite: contact artifacts that MuJoCo's own contact handling makes, and hard negatives,
+in scenes drawn from the five tasks (their objects, their robot, their reference plans).
 
-Every episode is a small MJCF scene built with :class:`mujoco.MjSpec` (a floor and a few boxes or balls;
-kinematic pushers and grippers named with the robot prefix ``fr3_`` stand in for robot links), a control
-schedule, a step count and a label. Parameters (sizes, masses, overlaps, speeds, heights) are drawn from
-``numpy.random.default_rng(seed)``; the family is ``FAMILIES[seed % len(FAMILIES)]``, so seeds ``0..53``
-hold six episodes of each of the nine families.
+An episode is a task scene with a change (objects moved, stacked, thrown; a stiffness or mass set), the
+robot holding still or running a plan, and a duration. Its parameters come from
+``numpy.random.default_rng(seed)``; its family is ``CYCLE[seed % 24]`` (:data:`CYCLE`). Each family's main
+parameter is drawn from two of four bands of its range, the development split's bands interleaved with the
+evaluation split's (:data:`SPLITS`: disjoint seeds and disjoint main-parameter values).
 
-Positives (an artifact is expected on ``SuiteEpisode.body``):
+The family says what was set up, not the label: :mod:`simpact.guard.labels` labels every episode from an
+energy audit and a rerun with the suspected cause removed (``fixed=True`` builds the same draw without it:
+no overlap, equal masses; families whose suspected cause is the step take a 10x smaller one instead).
 
-- ``overlap``: a lid created 1.5-3 cm deep inside a base box, stiff contacts (solref 4 ms);
-- ``kick_rest``: a box resting on the floor gets a one-step impulse (``xfrc_applied``) no contact explains;
-- ``kick_air``: the same impulse while the box falls, touching nothing. The paper's detector (stage 1)
-  needs a contact in the last 40 ms and misses it; :func:`free_jumps` is this suite's extra rule for it;
-- ``thin_wall``: a light box pressed slowly into a 3-5 mm wall by a pusher (stiff contacts).
-
-Hard negatives (nothing may be flagged): ``bin_drop`` (a box dropped into a bin), ``robot_push`` (a box
-pushed by an actuated link), ``tray_carry`` (a box riding a tray shoved by a link), ``gripper_lift`` (a
-box pinched by the servoed fingers of a servoed hand, lifted and carried at up to 1 m/s), ``roll_off`` (a
-ball rolling off a table).
+Set up to make artifacts (objects created overlapping at several depths and contact stiffnesses; a bowl's
+convex pieces inside the other bowl's wall; an object inside the hand; a heavy object on a light one; a thin
+wall hit at speed): :data:`SETUPS`. Hard negatives (drops, a bowl dropped into a bowl, throws, pushes low and
+high (topples), released grasps, bowls placed, pivoting, rolls off the table's edge, a bowl shoved with a
+bowl inside): :data:`NEGATIVES`. ``kick`` (a one-step external force through ``xfrc_applied``) is an
+external impulse, kept out of the positives and reported apart (:data:`EXTERNAL`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
+from scipy.spatial.transform import Rotation
 
-from simpact.guard.detector import Event, Thresholds, Verdict, detect
-from simpact.guard.recorder import Recorder
-from simpact.guard.store import Recording
+from simpact.core.scene import Scene, SceneObject
+from simpact.tasks import load_task
+from solvers.world import make_world
 
 __all__ = [
+    "CYCLE",
+    "EXTERNAL",
     "FAMILIES",
+    "FIX_SUBSTEPS",
     "NEGATIVES",
-    "POSITIVES",
-    "SuiteEpisode",
+    "SETUPS",
+    "SPLITS",
     "Kick",
-    "Schedule",
-    "audit_events",
+    "SuiteEpisode",
     "episode",
-    "free_jumps",
-    "run_episode",
+    "split_seeds",
     "suite",
 ]
 
-POSITIVES = ("overlap", "kick_rest", "kick_air", "thin_wall")
-NEGATIVES = ("bin_drop", "robot_push", "tray_carry", "gripper_lift", "roll_off")
-FAMILIES = POSITIVES + NEGATIVES
-ROBOT_PREFIX = "fr3_"
-TIMESTEP = 0.002
-"""Physics step of every episode, s."""
-
-Keyframes = tuple[tuple[float, tuple[float, ...]], ...]
-"""Piecewise-linear schedule: (time in s, values) pairs in increasing time."""
+SETUPS = ("overlap", "sunk", "bowl_in_wall", "in_hand", "mass_ratio", "thin_wall")
+NEGATIVES = (
+    "drop",
+    "bowl_drop",
+    "throw",
+    "push",
+    "release",
+    "bowl_place",
+    "pivot",
+    "roll_off",
+    "shove",
+)
+EXTERNAL = ("kick",)
+FAMILIES = SETUPS + NEGATIVES + EXTERNAL
+CYCLE = ("overlap",) * 5 + ("sunk",) * 3 + ("bowl_in_wall",) * 3 + SETUPS[3:] + NEGATIVES + EXTERNAL
+"""Seed ``s`` is of family ``CYCLE[s % 24]``: the setups that can make artifacts take half the cycle."""
+SPLITS = {"dev": 0, "eval": 120_000}
+"""First seed of each split (multiples of the cycle); a split's seeds are ``first + i``, ``i < n``."""
+FIX_SUBSTEPS = 10
+"""Rerun with the step divided by this, for families whose suspected cause is the step's size."""
+_BY_STEP = {"thin_wall", *NEGATIVES, *EXTERNAL}
+"""Families whose rerun takes the smaller step (the others rebuild the draw with ``fixed=True``)."""
 
 
 @dataclass(frozen=True)
 class Kick:
-    """A wrench applied to one body during a single physics step (an impulse of ``force * timestep``)."""
+    """A force applied to one object during one physics step (an external impulse of ``force * dt``)."""
 
     step: int
     body: str
-    force: tuple[float, ...]
-    """(fx, fy, fz, tx, ty, tz) in the world frame, N and N m."""
-
-
-@dataclass(frozen=True)
-class Schedule:
-    """What is set before each physics step: actuator targets and mocap positions interpolated linearly
-    between keyframes (held after the last), and one-step kicks."""
-
-    ctrl: Keyframes = ()
-    """Per keyframe: ``nu`` actuator targets (m for slide position servos)."""
-    mocap: Keyframes = ()
-    """Per keyframe: the ``nmocap`` mocap body positions, flattened (x, y, z, ...), m."""
-    kicks: tuple[Kick, ...] = ()
-
-    def apply(self, step: int, model: mujoco.MjModel, data: mujoco.MjData) -> None:
-        """Set ``data``'s inputs for physics step ``step`` (time ``step * timestep``)."""
-        t = step * model.opt.timestep
-        if self.ctrl:
-            data.ctrl[:] = _interp(self.ctrl, t)
-        if self.mocap:
-            data.mocap_pos[:] = _interp(self.mocap, t).reshape(-1, 3)
-        if self.kicks:
-            data.xfrc_applied[:] = 0.0
-            for kick in self.kicks:
-                if kick.step == step:
-                    data.xfrc_applied[model.body(kick.body).id] = kick.force
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ctrl": [[t, list(v)] for t, v in self.ctrl],
-            "mocap": [[t, list(v)] for t, v in self.mocap],
-            "kicks": [{"step": k.step, "body": k.body, "force": list(k.force)} for k in self.kicks],
-        }
-
-
-def _interp(keys: Keyframes, t: float) -> np.ndarray:
-    times = np.array([k[0] for k in keys])
-    values = np.array([k[1] for k in keys], dtype=float)
-    i = int(np.searchsorted(times, t, side="right"))
-    if i == 0:
-        return values[0]
-    if i == len(times):
-        return values[-1]
-    w = (t - times[i - 1]) / (times[i] - times[i - 1])
-    return np.asarray((1.0 - w) * values[i - 1] + w * values[i])
+    force: tuple[float, float, float]
+    """World frame, N."""
 
 
 @dataclass(frozen=True)
 class SuiteEpisode:
-    """One labelled episode: MJCF scene (starting from its first keyframe when it has one), control
-    schedule, number of physics steps and label."""
+    """One episode: the scene, what the robot does, and the changes to the built model (SI units)."""
 
     name: str
     family: str
     seed: int
-    artifact: bool
-    """The label: True when a contact artifact is expected (a positive)."""
-    xml: str
-    control: Schedule
-    steps: int
-    body: str | None = None
-    """The body expected to be flagged (positives)."""
+    split: str
+    task: str
+    """The task the scene and plan are drawn from."""
+    scene: Scene
+    seconds: float
+    """Duration after the plan's last action (the whole episode without a plan), s."""
+    actions: tuple[dict[str, Any], ...] = ()
+    """The robot's plan (empty: the robot holds its start pose)."""
+    created: bool = True
+    """Start from the objects' created poses (else from the task world's settled state, as rollouts do)."""
+    qvel: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Initial velocity of objects (linear, then angular in the body frame), m/s and rad/s."""
+    solref: dict[str, float] = field(default_factory=dict)
+    """Contact time constant of an object's geoms, s (critically damped)."""
+    kicks: tuple[Kick, ...] = ()
     params: dict[str, float] = field(default_factory=dict)
-    """The drawn parameters (SI units)."""
+    fixed: bool = False
+    """Built with the suspected cause removed (the rerun's scene)."""
+
+    @property
+    def substep_fix(self) -> bool:
+        """The rerun takes a smaller step (else it is the ``fixed=True`` draw)."""
+        return self.family in _BY_STEP
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "family": self.family,
             "seed": self.seed,
-            "artifact": self.artifact,
-            "steps": self.steps,
-            "body": self.body,
+            "split": self.split,
+            "task": self.task,
+            "seconds": self.seconds,
+            "actions": list(self.actions),
+            "created": self.created,
+            "qvel": {k: list(v) for k, v in self.qvel.items()},
+            "solref": dict(self.solref),
+            "kicks": [{"step": k.step, "body": k.body, "force": list(k.force)} for k in self.kicks],
             "params": {k: round(v, 5) for k, v in self.params.items()},
-            "control": self.control.to_dict(),
         }
 
 
-# --- scene building ----------------------------------------------------------------------------------------
-_BOX = mujoco.mjtGeom.mjGEOM_BOX
-_STIFF = (0.004, 1.0)
-"""solref of stiff contacts (time constant 4 ms = 2 physics steps, critically damped)."""
+# --- drawing ------------------------------------------------------------------------------------------------
+class _Draw:
+    """One episode's seeded draws; :meth:`main` draws the family's main parameter in its split's bands."""
+
+    def __init__(self, seed: int, split: str) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.odd = split == "eval"
+        self.seed = seed
+
+    def main(self, lo: float, hi: float) -> float:
+        band = 2 * int(self.rng.integers(2)) + int(self.odd)
+        return float(lo + (hi - lo) * (band + self.rng.uniform()) / 4.0)
+
+    def u(self, lo: float, hi: float) -> float:
+        return float(self.rng.uniform(lo, hi))
+
+    def pick(self, options: tuple[Any, ...]) -> Any:
+        return options[int(self.rng.integers(len(options)))]
+
+    def tilt(self, deg: float) -> tuple[float, float, float, float]:
+        x, y, z, w = Rotation.from_euler("xyz", self.rng.uniform(-deg, deg, 3), degrees=True).as_quat()
+        return (float(w), float(x), float(y), float(z))
 
 
-def _spec() -> mujoco.MjSpec:
-    spec = mujoco.MjSpec()
-    spec.option.timestep = TIMESTEP
-    spec.worldbody.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[2, 2, 0.1])
-    return spec
+def _scene(task: str, d: _Draw) -> Scene:
+    return load_task(task).scene(int(d.rng.integers(1_000_000)))
 
 
-def _quat(euler_deg: Sequence[float]) -> list[float]:
-    quat = np.zeros(4)
-    mujoco.mju_euler2Quat(quat, np.radians(np.asarray(euler_deg, dtype=float)), "xyz")
-    return quat.tolist()
+def _at(
+    obj: SceneObject, x: float | None = None, y: float | None = None, z: float | None = None
+) -> SceneObject:
+    p = obj.position
+    return obj.moved(position=(p[0] if x is None else x, p[1] if y is None else y, p[2] if z is None else z))
 
 
-def _free_box(
-    spec: mujoco.MjSpec,
-    name: str,
-    pos: Sequence[float],
-    half: Sequence[float],
-    mass: float,
-    *,
-    euler: Sequence[float] = (0.0, 0.0, 0.0),
-    solref: tuple[float, float] | None = None,
-    friction: float | None = None,
-) -> mujoco.MjsBody:
-    body = spec.worldbody.add_body(name=name, pos=list(pos), quat=_quat(euler))
-    body.add_freejoint()
-    geom = body.add_geom(type=_BOX, size=list(half), mass=mass)
-    if solref is not None:
-        geom.solref = list(solref)
-    if friction is not None:
-        geom.friction = [friction, 0.005, 0.0001]
-    return body
+def _half_height(obj: SceneObject) -> float:
+    """Height of the body origin above the table when resting upright (bowls: origin at the base), m."""
+    if obj.shape == "box":
+        return obj.size[2] / 2
+    if obj.shape == "cylinder":
+        return obj.size[1] / 2
+    return obj.size[0] if obj.shape == "sphere" else 0.0
 
 
-def _slide_link(
-    spec: mujoco.MjSpec,
-    name: str,
-    pos: Sequence[float],
-    half: Sequence[float],
-    mass: float,
-    kp: float,
-    kv: float,
-) -> None:
-    """A robot link on an x slide joint driven by a position servo (target in m)."""
-    body = spec.worldbody.add_body(name=name, pos=list(pos))
-    body.add_joint(name=f"{name}_x", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[1, 0, 0])
-    body.add_geom(type=_BOX, size=list(half), mass=mass)
-    act = spec.add_actuator(name=f"{name}_servo", target=f"{name}_x", trntype=mujoco.mjtTrn.mjTRN_JOINT)
-    act.set_to_position(kp=kp, kv=kv)
+Spec = tuple[str, Scene, dict[str, Any], dict[str, float]]
+"""(task, scene, SuiteEpisode fields, drawn parameters)."""
+_STIFFNESS = (0.002, 0.006)
+"""Range of the contact time constant of objects created overlapping, s (MuJoCo's default is 0.02)."""
+_PAIRS = (
+    ("avoid_obstacle", "can", "mug"),
+    ("non_toppling_push", "blue_box", "carton"),
+    ("pivoting", "box", "wall"),
+)
+_SOLID = (("avoid_obstacle", "can"), ("avoid_obstacle", "mug"), ("non_toppling_push", "carton"),
+          ("non_toppling_push", "blue_box"), ("pivoting", "box"))  # fmt: skip
 
 
-def _mocap_link(
-    spec: mujoco.MjSpec,
-    name: str,
-    pos: Sequence[float],
-    half: Sequence[float],
-    friction: float | None = None,
-    solref: tuple[float, float] | None = None,
-) -> None:
-    body = spec.worldbody.add_body(name=name, pos=list(pos), mocap=True)
-    geom = body.add_geom(type=_BOX, size=list(half))
-    if friction is not None:
-        geom.friction = [friction, 0.005, 0.0001]
-    if solref is not None:
-        geom.solref = list(solref)
+def _x_extent(obj: SceneObject) -> float:
+    """Half extent along x, m."""
+    return obj.size[0] if obj.shape in ("cylinder", "sphere") else obj.size[0] / 2
 
 
-def _bin(spec: mujoco.MjSpec, half: float = 0.1, height: float = 0.1, wall: float = 0.005) -> None:
-    w = spec.worldbody
-    w.add_geom(name="bin_floor", type=_BOX, pos=[0, 0, wall], size=[half, half, wall])
-    for i, (x, y) in enumerate(((half, 0), (-half, 0), (0, half), (0, -half))):
-        size = [wall, half, height / 2] if x else [half, wall, height / 2]
-        w.add_geom(name=f"bin_wall{i}", type=_BOX, pos=[x, y, height / 2], size=size)
+def _overlap(d: _Draw, fixed: bool) -> Spec:
+    task, mover, other = d.pick(_PAIRS)
+    depth, stiff = d.main(0.01, 0.04), d.u(*_STIFFNESS)
+    scene = _scene(task, d)
+    a, b = scene.object(mover), scene.object(other)
+    gap = _x_extent(a) + _x_extent(b)
+    x = b.position[0] - gap + (-0.002 if fixed else depth)
+    scene = scene.replace_object(_at(a, x=x, y=b.position[1], z=_half_height(a) + 0.0005))
+    fields = {"solref": {mover: stiff, other: stiff}}
+    return task, scene, fields, {"overlap": depth, "solref_s": stiff}
 
 
-def _xml(spec: mujoco.MjSpec) -> str:
-    spec.compile()
-    return str(spec.to_xml())
+def _sunk(d: _Draw, fixed: bool) -> Spec:
+    task, name = d.pick(_SOLID)
+    depth, stiff = d.main(0.015, 0.045), d.u(*_STIFFNESS)
+    scene = _scene(task, d)
+    obj = scene.object(name)
+    z = _half_height(obj) + (0.001 if fixed else -depth)
+    return (
+        task,
+        scene.replace_object(_at(obj, z=z)),
+        {"solref": {name: stiff}},
+        {"depth": depth, "solref_s": stiff},
+    )
 
 
-# --- families ----------------------------------------------------------------------------------------------
-Built = tuple[mujoco.MjSpec, Schedule, float, dict[str, float]]
-"""(scene, control, duration in s, drawn parameters)."""
+def _bowl_in_wall(d: _Draw, fixed: bool) -> Spec:
+    offset, height, heading = d.main(0.025, 0.05), d.u(0.0, 0.035), d.u(0.0, 2 * np.pi)
+    stiff = d.u(*_STIFFNESS)
+    scene = _scene("bowl_stacking", d)
+    green, white = scene.object("green_bowl"), scene.object("white_bowl")
+    r = 0.0 if fixed else offset
+    x, y = white.position[0] + r * np.cos(heading), white.position[1] + r * np.sin(heading)
+    z = white.position[2] + white.size[2] + (0.002 if fixed else height)
+    scene = scene.replace_object(_at(green, x=float(x), y=float(y), z=z))
+    fields = {"solref": {"green_bowl": stiff, "white_bowl": stiff}}
+    return "bowl_stacking", scene, fields, {"offset": offset, "height": height, "solref_s": stiff}
 
 
-def _overlap(rng: np.random.Generator) -> Built:
-    h, lid = rng.uniform(0.04, 0.06), rng.uniform(0.02, 0.035)
-    depth = rng.uniform(0.015, 0.03)
-    m_base, m_lid = rng.uniform(0.1, 0.4), rng.uniform(0.05, 0.15)
-    dx, dy = rng.uniform(-0.01, 0.01, 2)
-    spec = _spec()
-    _free_box(spec, "base", (0, 0, h), (h, h, h), m_base, solref=_STIFF)
-    _free_box(spec, "lid", (dx, dy, 2 * h + lid - depth), (lid, lid, lid), m_lid, solref=_STIFF)
-    return spec, Schedule(), 1.0, {"base_half": h, "lid_half": lid, "overlap": depth, "lid_mass": m_lid}
+_HANDS = (("avoid_obstacle", "can"), ("non_toppling_push", "blue_box"), ("bowl_stacking", "green_bowl"))
 
 
-def _kick(rng: np.random.Generator, airborne: bool) -> Built:
-    half, mass = rng.uniform(0.02, 0.035), rng.uniform(0.05, 0.3)
-    dv = rng.uniform(1.5, 4.0)  # velocity change given by the kick, m/s
-    heading, elevation = rng.uniform(0, 2 * np.pi), rng.uniform(0.3, 1.0)
+def _in_hand(d: _Draw, fixed: bool) -> Spec:
+    task, name = d.pick(_HANDS)
+    rise, side, stiff = d.main(0.02, 0.12), d.u(-0.03, 0.03), d.u(*_STIFFNESS)
+    scene = _scene(task, d)
+    obj, tcp = scene.object(name), scene.robot.position
+    z = _half_height(obj) + 0.001 if fixed else tcp[2] - _half_height(obj) + rise
+    scene = scene.replace_object(_at(obj, x=tcp[0] + side, y=tcp[1], z=z))
+    return task, scene, {"solref": {name: stiff}}, {"rise": rise, "side": side, "solref_s": stiff}
+
+
+def _mass_ratio(d: _Draw, fixed: bool) -> Spec:
+    ratio, light = d.main(30.0, 1000.0), d.u(0.02, 0.1)
+    push = _scene("non_toppling_push", d)
+    piv = _scene("pivoting", d)
+    cube = push.object("blue_box").moved(mass=light, position=(0.55, 0.0, 0.0255))
+    top = piv.object("box")
+    heavy = light if fixed else light * ratio
+    top = top.moved(mass=heavy, position=(0.55, 0.0, 0.051 + top.size[2] / 2))
+    scene = Scene((cube, top), push.robot, push.table_size, push.table_friction)
+    return "non_toppling_push+pivoting", scene, {}, {"mass_ratio": ratio, "light_kg": light}
+
+
+def _thin_wall(d: _Draw, fixed: bool) -> Spec:
+    speed, wall, name = d.main(2.0, 8.0), d.u(0.002, 0.006), d.pick(("can", "box"))
+    task = "avoid_obstacle" if name == "can" else "pivoting"
+    scene = _scene(task, d)
+    obj = scene.object(name)
+    w = _scene("pivoting", d).object("wall").moved(name="thin_wall", size=(wall, 0.36, 0.16))
+    w = _at(w, x=0.75, y=0.0, z=0.08)
+    start = 0.75 - wall / 2 - _x_extent(obj) - 0.06
+    objects = tuple(o for o in scene.objects if o.name == name) + (w,)
+    objects = (_at(obj, x=start, y=0.0, z=_half_height(obj) + 0.001),) + objects[1:]
+    scene = Scene(objects, scene.robot, scene.table_size, scene.table_friction)
+    return task, scene, {"qvel": {name: (speed, 0.0, 0.0)}}, {"speed": speed, "wall": wall}
+
+
+_DROPS = _SOLID + (("bowl_stacking", "green_bowl"), ("bowl_stacking", "white_bowl"))
+
+
+def _drop(d: _Draw, fixed: bool) -> Spec:
+    task, name = d.pick(_DROPS)
+    height, quat = d.main(0.02, 0.3), d.tilt(30.0)
+    scene = _scene(task, d)
+    obj = scene.object(name)
+    z = _half_height(obj) + height + 0.03
+    return (
+        task,
+        scene.replace_object(_at(obj, z=z).moved(quaternion=quat)),
+        {"seconds": 1.5},
+        {"height": height},
+    )
+
+
+def _bowl_drop(d: _Draw, fixed: bool) -> Spec:
+    height, r, heading = d.main(0.01, 0.12), d.u(0.0, 0.015), d.u(0.0, 2 * np.pi)
+    scene = _scene("bowl_stacking", d)
+    green, white = scene.object("green_bowl"), scene.object("white_bowl")
+    x, y = white.position[0] + r * np.cos(heading), white.position[1] + r * np.sin(heading)
+    scene = scene.replace_object(_at(green, x=float(x), y=float(y), z=white.size[2] + height))
+    return "bowl_stacking", scene, {"seconds": 1.5}, {"height": height, "offset": r}
+
+
+def _throw(d: _Draw, fixed: bool) -> Spec:
+    task, name = d.pick(_DROPS)
+    speed, height, up = d.main(0.8, 3.0), d.u(0.03, 0.25), d.u(0.0, 1.5)
+    heading, spin = d.u(-0.5, 0.5), d.rng.uniform(-10.0, 10.0, 3)
+    scene = _scene(task, d)
+    obj = scene.object(name)
+    scene = scene.replace_object(
+        _at(obj, x=0.45, y=0.0, z=_half_height(obj) + height).moved(quaternion=d.tilt(20))
+    )
+    v = (speed * np.cos(heading), speed * np.sin(heading), up, *spin)
+    return task, scene, {"qvel": {name: tuple(float(x) for x in v)}, "seconds": 1.5}, {"speed": speed}
+
+
+def _reference(task: str, d: _Draw) -> tuple[Scene, list[dict[str, Any]]]:
+    t = load_task(task)
+    seed = int(d.rng.integers(1_000_000))
+    scene = t.scene(seed)
+    plan = t.reference_plan(scene, make_world(scene).start_pose(), seed)
+    return scene, [a.to_dict() for a in plan.actions]
+
+
+def _push(d: _Draw, fixed: bool) -> Spec:
+    height = d.main(0.01, 0.16)
+    scene, actions = _reference("non_toppling_push", d)
+    for a in actions:
+        if a["type"] == "DESCEND":
+            a["dz"] = scene.robot.position[2] - height
+    return "non_toppling_push", scene, {"actions": tuple(actions), "created": False}, {"push_height": height}
+
+
+def _release(d: _Draw, fixed: bool) -> Spec:
+    lift = d.main(0.01, 0.15)
+    scene, actions = _reference("avoid_obstacle", d)
+    cut = next(i for i, a in enumerate(actions) if a["type"] == "GRASP")
+    actions = actions[: cut + 1] + [
+        {"type": "LIFT", "dz": lift},
+        {"type": "RELEASE"},
+        {"type": "LIFT", "dz": 0.05},
+    ]
+    return "avoid_obstacle", scene, {"actions": tuple(actions), "created": False}, {"release_height": lift}
+
+
+def _bowl_place(d: _Draw, fixed: bool) -> Spec:
+    scale = d.main(0.0, 1.0)
+    scene, actions = _reference("bowl_stacking", d)
+    last = max(i for i, a in enumerate(actions) if a["type"] == "DESCEND")
+    actions[last]["dz"] = float(actions[last]["dz"]) * scale
+    return "bowl_stacking", scene, {"actions": tuple(actions), "created": False}, {"lowering": scale}
+
+
+def _pivot(d: _Draw, fixed: bool) -> Spec:
+    scale = d.main(0.8, 1.2)
+    scene, actions = _reference("pivoting", d)
+    for a in actions:
+        if a["type"] == "MOVE" and a.get("dz", 0.0) > 0:
+            a["dz"] = float(a["dz"]) * scale
+    return "pivoting", scene, {"actions": tuple(actions), "created": False}, {"arc_scale": scale}
+
+
+def _roll_off(d: _Draw, fixed: bool) -> Spec:
+    speed = d.main(0.3, 1.5)
+    scene = _scene("avoid_obstacle", d)
+    can = scene.object("can")
+    r = can.size[0]
+    edge = -0.3 + scene.table_size[0]
+    lying = (float(np.cos(np.pi / 4)), float(np.sin(np.pi / 4)), 0.0, 0.0)  # axis along y: rolls along x
+    scene = scene.replace_object(_at(can, x=edge - 0.12, y=0.0, z=r + 0.0005).moved(quaternion=lying))
+    v = (speed, 0.0, 0.0, 0.0, 0.0, 0.0)
+    return "avoid_obstacle", scene, {"qvel": {"can": v}, "seconds": 1.5}, {"speed": speed}
+
+
+def _shove(d: _Draw, fixed: bool) -> Spec:
+    distance = d.main(0.05, 0.25)
+    scene = _scene("bowl_stacking", d)
+    green, white = scene.object("green_bowl"), scene.object("white_bowl")
+    scene = scene.replace_object(
+        _at(green, x=white.position[0], y=white.position[1], z=white.size[2] + 0.002)
+    )
+    ee = scene.robot.position
+    behind = white.position[0] - white.size[0] - 0.104 - 0.03
+    actions = (
+        {"type": "GRASP", "d": 0.0},
+        {"type": "MOVE", "dx": behind - ee[0], "dy": white.position[1] - ee[1], "dz": 0.0},
+        {"type": "DESCEND", "dz": ee[2] - 0.03},
+        {"type": "PUSH", "dx": distance, "dy": 0.0},
+        {"type": "LIFT", "dz": 0.1},
+    )
+    return "bowl_stacking", scene, {"actions": actions, "seconds": 0.5}, {"distance": distance}
+
+
+def _kick(d: _Draw, fixed: bool) -> Spec:
+    task, name = d.pick(_SOLID)
+    dv, at = d.main(1.0, 4.0), d.u(0.2, 0.4)
+    elevation, heading = d.u(0.3, 1.0), d.u(0, 2 * np.pi)
+    scene = _scene(task, d)
+    obj = scene.object(name)
     direction = np.array(
         [np.cos(heading) * np.cos(elevation), np.sin(heading) * np.cos(elevation), np.sin(elevation)]
     )
-    if airborne:
-        height = rng.uniform(0.35, 0.5)  # bottom of the box, m
-        t_kick = rng.uniform(0.08, 0.14)  # it falls 3-10 cm before the kick, far from the floor
-    else:
-        height = 0.0
-        t_kick = rng.uniform(0.2, 0.4)
-    step = int(round(t_kick / TIMESTEP))
-    force = tuple(float(x) for x in mass * dv / TIMESTEP * direction) + (0.0, 0.0, 0.0)
-    spec = _spec()
-    _free_box(spec, "box", (0, 0, height + half), (half, half, half), mass)
-    schedule = Schedule(kicks=(Kick(step, "box", force),))
-    params = {"half": half, "mass": mass, "kick_dv": dv, "kick_s": t_kick, "height": height}
-    return spec, schedule, 1.0, params
+    force = tuple(float(x) for x in obj.mass * dv / 0.002 * direction)
+    kick = Kick(int(round(at / 0.002)), name, force)  # type: ignore[arg-type]
+    return task, scene, {"kicks": (kick,)}, {"kick_dv": dv}
 
 
-def _thin_wall(rng: np.random.Generator) -> Built:
-    half, mass = rng.uniform(0.018, 0.022), rng.uniform(0.008, 0.012)
-    wall = rng.uniform(0.0015, 0.0025)
-    speed = rng.uniform(0.09, 0.12)
-    spec = _spec()
-    spec.worldbody.add_geom(
-        name="wall", type=_BOX, pos=[0, 0, 0.1], size=[wall, 0.15, 0.1], solref=list(_STIFF)
-    )
-    x0 = -wall - half - 0.001
-    _free_box(spec, "box", (x0, 0, half + 0.001), (half, half, half), mass, solref=_STIFF)
-    px = x0 - half - 0.02
-    _mocap_link(spec, "fr3_pusher", (px, 0, half + 0.001), (0.02, 0.03, 0.75 * half))
-    push_s = 0.6
-    schedule = Schedule(
-        mocap=((0.0, (px, 0.0, half + 0.001)), (push_s, (px + speed * push_s, 0.0, half + 0.001)))
-    )
-    return spec, schedule, 1.0, {"half": half, "mass": mass, "wall_half": wall, "push_speed": speed}
-
-
-def _bin_drop(rng: np.random.Generator) -> Built:
-    half, mass = rng.uniform(0.02, 0.035), rng.uniform(0.1, 0.3)
-    height = rng.uniform(0.15, 0.3)
-    dx, dy = rng.uniform(-0.03, 0.03, 2)
-    spec = _spec()
-    _bin(spec)
-    _free_box(spec, "box", (dx, dy, height), (half, half, half), mass, euler=rng.uniform(-20, 20, 3).tolist())
-    return spec, Schedule(), 1.2, {"half": half, "mass": mass, "height": height}
-
-
-def _robot_push(rng: np.random.Generator) -> Built:
-    half, mass = rng.uniform(0.025, 0.035), rng.uniform(0.1, 0.3)
-    speed, friction = rng.uniform(0.3, 0.8), rng.uniform(0.3, 0.8)
-    spec = _spec()
-    x0 = -half - 0.07
-    _slide_link(spec, "fr3_pusher", (x0, 0, half), (0.01, 0.04, 0.6 * half), 1.0, kp=3000, kv=100)
-    _free_box(spec, "box", (0, 0, half), (half, half, half), mass, friction=friction)
-    travel = 0.3
-    schedule = Schedule(ctrl=((0.0, (0.0,)), (travel / speed, (travel,))))
-    return spec, schedule, 1.0, {"half": half, "mass": mass, "push_speed": speed, "friction": friction}
-
-
-def _tray_carry(rng: np.random.Generator) -> Built:
-    half, mass = rng.uniform(0.025, 0.035), rng.uniform(0.1, 0.3)
-    speed = rng.uniform(1.0, 2.0)
-    spec = _spec()
-    _slide_link(spec, "fr3_pusher", (-0.17, 0, 0.02), (0.01, 0.1, 0.015), 2.0, kp=5000, kv=200)
-    _free_box(spec, "tray", (0, 0, 0.005), (0.15, 0.15, 0.005), 0.5, friction=0.05)
-    _free_box(spec, "box", (0, 0, 0.01 + half), (half, half, half), mass, friction=1.0)
-    travel = 0.4
-    schedule = Schedule(ctrl=((0.0, (0.0,)), (travel / speed, (travel,))))
-    return spec, schedule, 1.0, {"half": half, "mass": mass, "shove_speed": speed}
-
-
-def _gripper_lift(rng: np.random.Generator) -> Built:
-    half, mass = rng.uniform(0.02, 0.03), rng.uniform(0.05, 0.2)
-    lift_speed, carry_speed = rng.uniform(0.3, 0.8), rng.uniform(0.3, 1.0)
-    squeeze = rng.uniform(0.002, 0.004)  # how far each finger's target lies inside the box, m
-    spec = _spec()
-    _free_box(spec, "box", (0, 0, half), (half, half, half), mass, friction=1.0)
-    # A servoed hand (x and z slides) with two servoed fingers (y slides), gravity compensated.
-    hand = spec.worldbody.add_body(name="fr3_hand", pos=[0, 0, half], gravcomp=1.0)
-    for axis, name in (([1, 0, 0], "x"), ([0, 0, 1], "z")):
-        hand.add_joint(name=f"fr3_hand_{name}", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=axis)
-    hand.add_geom(type=_BOX, pos=[0, 0, half + 0.03], size=[0.02, half + 0.03, 0.01], mass=1.0)
-    fw = 0.006  # finger half thickness, m
-    open_y = half + fw + 0.02
-    for side, sign in (("l", 1.0), ("r", -1.0)):
-        finger = hand.add_body(name=f"fr3_finger_{side}", pos=[0, sign * open_y, 0], gravcomp=1.0)
-        finger.add_joint(name=f"fr3_finger_{side}_y", type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[0, sign, 0])
-        finger.add_geom(
-            type=_BOX, pos=[0, 0, 0.02], size=[0.015, fw, 0.035], mass=0.1, friction=[1.5, 0.005, 0.0001]
-        )
-    for joint, kp in (
-        ("fr3_hand_x", 4000),
-        ("fr3_hand_z", 4000),
-        ("fr3_finger_l_y", 2000),
-        ("fr3_finger_r_y", 2000),
-    ):
-        act = spec.add_actuator(name=joint, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.set_to_position(kp=kp, kv=0.1 * kp**0.5 * 2)
-    close = open_y - (half + fw - squeeze)  # finger travel inwards, m
-    t_close, lift, carry = 0.2, 0.12, 0.1
-    t_lift = t_close + 0.1
-    t_up = t_lift + lift / lift_speed
-    t_end = t_up + carry / carry_speed
-    schedule = Schedule(
-        ctrl=(
-            (0.0, (0.0, 0.0, 0.0, 0.0)),
-            (t_close, (0.0, 0.0, -close, -close)),
-            (t_lift, (0.0, 0.0, -close, -close)),
-            (t_up, (0.0, lift, -close, -close)),
-            (t_end, (carry, lift, -close, -close)),
-        )
-    )
-    params = {
-        "half": half,
-        "mass": mass,
-        "lift_speed": lift_speed,
-        "carry_speed": carry_speed,
-        "squeeze": squeeze,
-    }
-    return spec, schedule, t_end + 0.2, params
-
-
-def _roll_off(rng: np.random.Generator) -> Built:
-    radius, mass = rng.uniform(0.02, 0.04), rng.uniform(0.03, 0.1)
-    speed, height = rng.uniform(0.8, 1.5), rng.uniform(0.3, 0.5)
-    spec = _spec()
-    spec.worldbody.add_geom(name="desk", type=_BOX, pos=[0, 0, height / 2], size=[0.3, 0.3, height / 2])
-    ball = spec.worldbody.add_body(name="ball", pos=[0.1, 0, height + radius])
-    ball.add_freejoint()
-    ball.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[radius, 0, 0], mass=mass)
-    spec.add_key(
-        name="rolling", qpos=[0.1, 0, height + radius, 1, 0, 0, 0], qvel=[speed, 0, 0, 0, speed / radius, 0]
-    )
-    return spec, Schedule(), 1.8, {"radius": radius, "mass": mass, "speed": speed, "table_height": height}
-
-
-_BUILDERS: dict[str, tuple[Callable[[np.random.Generator], Built], str | None]] = {
-    "overlap": (_overlap, "lid"),
-    "kick_rest": (lambda rng: _kick(rng, airborne=False), "box"),
-    "kick_air": (lambda rng: _kick(rng, airborne=True), "box"),
-    "thin_wall": (_thin_wall, "box"),
-    "bin_drop": (_bin_drop, None),
-    "robot_push": (_robot_push, None),
-    "tray_carry": (_tray_carry, None),
-    "gripper_lift": (_gripper_lift, None),
-    "roll_off": (_roll_off, None),
+_BUILDERS: dict[str, Callable[[_Draw, bool], Spec]] = {
+    "overlap": _overlap,
+    "sunk": _sunk,
+    "bowl_in_wall": _bowl_in_wall,
+    "in_hand": _in_hand,
+    "mass_ratio": _mass_ratio,
+    "thin_wall": _thin_wall,
+    "drop": _drop,
+    "bowl_drop": _bowl_drop,
+    "throw": _throw,
+    "push": _push,
+    "release": _release,
+    "bowl_place": _bowl_place,
+    "pivot": _pivot,
+    "roll_off": _roll_off,
+    "shove": _shove,
+    "kick": _kick,
 }
 
 
-def episode(seed: int, family: str | None = None) -> SuiteEpisode:
-    """The episode of ``seed`` (family ``FAMILIES[seed % 9]`` unless given); deterministic in ``seed``."""
-    family = family or FAMILIES[seed % len(FAMILIES)]
-    if family not in _BUILDERS:
-        raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
-    build, body = _BUILDERS[family]
-    spec, control, duration, params = build(np.random.default_rng(seed))
+def split_seeds(split: str, n: int) -> list[int]:
+    """The first ``n`` seeds of ``split`` (``dev`` or ``eval``)."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    return [SPLITS[split] + i for i in range(n)]
+
+
+def episode(seed: int, fixed: bool = False) -> SuiteEpisode:
+    """The episode of ``seed`` (family ``CYCLE[seed % len(CYCLE)]``; split ``eval`` from seed 120000);
+    ``fixed``: the same draw with the suspected cause removed. Deterministic in ``seed``."""
+    family = CYCLE[seed % len(CYCLE)]
+    split = "eval" if seed >= SPLITS["eval"] else "dev"
+    task, scene, extra, params = _BUILDERS[family](_Draw(seed, split), fixed)
+    fields = {"seconds": 1.0, **extra}
     return SuiteEpisode(
-        name=f"{family}-{seed:03d}",
+        name=f"{family}-{seed:06d}",
         family=family,
         seed=seed,
-        artifact=family in POSITIVES,
-        xml=_xml(spec),
-        control=control,
-        steps=int(round(duration / TIMESTEP)),
-        body=body,
+        split=split,
+        task=task,
+        scene=scene,
         params={k: float(v) for k, v in params.items()},
+        fixed=fixed,
+        **fields,
     )
 
 
-def suite(seeds: Sequence[int] = range(54)) -> list[SuiteEpisode]:
-    """The episodes of ``seeds`` (the default 54: six per family)."""
+def suite(seeds: list[int] | range) -> list[SuiteEpisode]:
+    """The episodes of ``seeds``."""
     return [episode(s) for s in seeds]
 
 
-# --- running and judging -----------------------------------------------------------------------------------
-def free_jumps(recording: Recording, thresholds: Thresholds | None = None) -> list[Event]:
-    """This suite's extra rule (not the paper's): velocity jumps of object bodies that touch nothing.
-
-    A body that touched nothing in the contact window (40 ms) before and during a step moves under gravity
-    alone (the rule assumes free bodies: no joints to other bodies), so a velocity change beyond ``g dt``
-    of at least the stage-1 threshold (0.35 m/s per 4 ms step) to a speed above 0.5 m/s has no physical
-    cause in the scene. Reported as :class:`Event` with ``ejection.reason == "jump without contact"``;
-    the gravity stage is applied as in :func:`detect`, the carrier stage passes (no contact, no carrier).
-    """
-    th = thresholds or Thresholds.from_dict(recording.manifest.thresholds or {})
-    m = recording.manifest
-    n = recording.nsteps
-    if n < 2:
-        return []
-    dt = float(m.timestep)
-    nb = len(m.bodies)
-    touch = np.zeros((n, nb), dtype=bool)
-    steps = np.repeat(np.arange(n), np.diff(recording.contact_start))
-    pairs = recording.contact_bodies.astype(np.int64)
-    touch[steps, pairs[:, 0]] = True
-    touch[steps, pairs[:, 1]] = True
-    w = th.steps(th.contact_window, dt)
-    cs = np.cumsum(touch, axis=0, dtype=np.int64)
-    before = np.zeros_like(cs)
-    before[w + 1 :] = cs[: -w - 1]
-    recent = (cs - before)[:-1] > 0
-    jump = np.linalg.norm(np.diff(recording.vel, axis=0) - np.asarray(m.gravity) * dt, axis=-1)
-    speed = np.linalg.norm(recording.vel, axis=-1)
-    objects = np.asarray(m.roles) == "object"
-    cand = ~recent & (jump >= th.min_dv * dt / th.reference_step) & (speed[1:] > th.min_speed)
-    cand &= objects[None, :]
-    if recording.valid is not None:
-        cand &= (recording.valid[:-1] & recording.valid[1:])[:, None]
-    after = th.steps(th.peak_after, dt)
-    busy = th.steps(th.confirm_window, dt)
-    events = []
-    for b in np.flatnonzero(cand.any(axis=0)).tolist():
-        last = -busy - 1
-        for k in np.flatnonzero(cand[:, b]).tolist():
-            if k - last <= busy:
-                continue
-            last = k
-            hi = min(n - 1, k + after)
-            peak_step = k + int(np.argmax(speed[k : hi + 1, b]))
-            peak, before_speed = float(speed[peak_step, b]), float(speed[k, b])
-            lo = max(0, k - th.steps(th.gravity_before, dt))
-            drop = max(
-                0.0, float(recording.xpos[lo : peak_step + 1, b, 2].max() - recording.xpos[peak_step, b, 2])
-            )
-            free_fall = float(np.sqrt(2.0 * np.linalg.norm(m.gravity) * drop))
-            ratio = peak / max(free_fall, th.speed_floor)
-            gravity = Verdict(
-                ratio > th.gravity_ratio,
-                "faster than free fall" if ratio > th.gravity_ratio else "explained by gravity",
-                {"drop": drop, "free_fall_speed": free_fall, "ratio": ratio},
-            )
-            events.append(
-                Event(
-                    body=m.bodies[b],
-                    body_id=b,
-                    onset_step=k,
-                    onset_s=float(recording.time[k]),
-                    speed_before=before_speed,
-                    peak_speed=peak,
-                    peak_s=float(recording.time[peak_step]),
-                    kinetic_energy_gained=0.5 * float(m.masses[b]) * (peak**2 - before_speed**2),
-                    contact_pair=("", ""),
-                    contact_depth=0.0,
-                    contact_impulse=0.0,
-                    ejection=Verdict(True, "jump without contact", {"velocity_jump": float(jump[k, b])}),
-                    gravity=gravity,
-                    carrier=Verdict(
-                        True, "no carrier", {"carrier": None, "carrier_speed": 0.0, "ratio": None}
-                    ),
-                )
-            )
-    events.sort(key=lambda e: (e.onset_step, e.body_id))
-    return events
-
-
-def audit_events(recording: Recording, thresholds: Thresholds | None = None) -> list[Event]:
-    """:func:`detect` (the paper's three stages) plus :func:`free_jumps`, in onset order."""
-    events = detect(recording, thresholds) + free_jumps(recording, thresholds)
-    return sorted(events, key=lambda e: (e.onset_step, e.body_id))
-
-
-def run_episode(ep: SuiteEpisode, out: str | Path | None = None) -> tuple[Recording, list[Event]]:
-    """Simulate ``ep`` under a :class:`Recorder` (to the folder ``out`` when given); its recording and
-    :func:`audit_events`."""
-    model = mujoco.MjModel.from_xml_string(ep.xml)
-    data = mujoco.MjData(model)
-    if model.nkey:
-        mujoco.mj_resetDataKeyframe(model, data, 0)
-    meta = {"suite": replace(ep, xml="").to_dict()}
-    recorder = Recorder(model, data, robot_prefix=ROBOT_PREFIX, out=out, seed=ep.seed, meta=meta)
-    for k in range(ep.steps):
-        ep.control.apply(k, model, data)
-        recorder.step()
-    recording = recorder.close()
-    return recording, audit_events(recording)
+def fixed_episode(ep: SuiteEpisode) -> SuiteEpisode:
+    """``ep`` with its suspected cause removed (the rerun's episode; for step-size families, ``ep`` itself:
+    the runner divides the step)."""
+    return ep if ep.substep_fix else replace(episode(ep.seed, fixed=True))

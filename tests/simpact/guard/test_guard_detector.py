@@ -79,7 +79,10 @@ def test_an_object_carried_by_a_pushed_body_is_discarded():
     vel[: onset + 1, 3, 0] = 0.9
     vel[onset + 1 :, 3] = [0.9, 0.0, 0.0] + np.outer(0.4 - G * 0.002 * np.arange(n - onset - 1), [0, 0, 1])
     contacts = [(s, 1, 2) for s in range(n)] + [(s, 2, 3) for s in range(onset + 1)]
-    events = detect(recording(vel, contacts, ["static", "robot", "object", "object"]))
+    paper = Thresholds(
+        own_motion=False
+    )  # the hop is explained by the box's own motion too: isolate the stage
+    events = detect(recording(vel, contacts, ["static", "robot", "object", "object"]), paper)
     assert [e.body for e in events] == ["body3"]
     e = events[0]
     assert e.ejection.passed and e.gravity.passed and not e.flagged
@@ -131,3 +134,31 @@ def test_velocity_change_threshold_scales_with_the_physics_step(dt, dv_per_4ms, 
     vel[:, 1, 0] = vz
     contacts = [(s, 0, 1) for s in range(onset + 1)]  # free of contacts after onset
     assert len(detect(recording(vel, contacts, ["static", "object"], dt=dt))) == expected
+
+
+def test_the_landing_of_an_ejected_object_is_a_consequence_not_a_second_artifact():
+    n, onset, land = 600, 100, 250
+    vel = np.zeros((n, 2, 3))
+    vel[onset + 1 : land + 1, 1, 0] = 3.0  # ejected sideways at 3 m/s, flies
+    vel[land + 1 : land + 40, 1, 0] = 1.5  # hits the floor, skids on
+    contacts = [(s, 0, 1) for s in range(onset + 1)] + [(s, 0, 1) for s in range(land, land + 40)]
+    events = detect(recording(vel, contacts, ["static", "object"], z0=0.3))
+    flagged = [e for e in events if e.flagged]
+    assert [e.onset_step for e in flagged] == [onset]
+    after = [e for e in events if not e.flagged]
+    assert all(e.consequence_of == onset for e in after)
+    assert all(e.to_dict()["consequence_of"] == onset for e in after)
+
+
+def test_own_motion_explains_a_fast_body_deflected_at_a_contact():
+    n, hit = 400, 100
+    vel = np.zeros((n, 2, 3))
+    vel[: hit + 1, 1, 0] = 4.0  # thrown at 4 m/s (no drop), deflected sideways at a contact, same speed
+    vel[hit + 1 :, 1, 1] = 4.0
+    contacts = [(hit, 0, 1)]
+    rec = recording(vel, contacts, ["static", "object"], z0=0.2)
+    events = detect(rec)
+    assert events and not any(e.flagged for e in events)
+    assert events[0].gravity.values["explained_speed"] == pytest.approx(4.0)
+    paper = detect(rec, Thresholds(own_motion=False))  # the paper's gravity stage: free fall from rest only
+    assert any(e.flagged for e in paper)

@@ -1,67 +1,57 @@
-"""The labelled SimuGuard suite: seeded episodes, one per family, audited to their labels."""
+"""SimuGuard's labelled suite: seeded task-scene episodes, disjoint splits, labels from energies."""
 
-import mujoco
 import numpy as np
 import pytest
 
-from simpact.guard import Recorder, detect
-from simpact.guard.suite import FAMILIES, POSITIVES, episode, free_jumps, run_episode, suite
+from simpact.guard.labels import label, simulate
+from simpact.guard.suite import CYCLE, FAMILIES, SPLITS, episode, fixed_episode, split_seeds
 
-# One seed per family (seed % 9 picks the family).
-ONE_PER_FAMILY = [0, 1, 2, 3, 4, 5, 6, 7, 8]
-
-
-def test_suite_is_seeded_and_covers_every_family():
-    episodes = suite(range(54))
-    assert len(episodes) == 54
-    assert {e.family for e in episodes} == set(FAMILIES)
-    assert sum(e.artifact for e in episodes) == 6 * len(POSITIVES)
-    again = episode(13)
-    assert again.xml == episodes[13].xml and again.params == episodes[13].params
-    assert episode(13).params != episode(22).params  # same family, other parameters
-    with pytest.raises(ValueError, match="unknown family"):
-        episode(0, family="nope")
+OVERLAP, DROP, KICK = 0, 14, 23  # CYCLE[seed % 24]
 
 
-@pytest.mark.parametrize("seed", ONE_PER_FAMILY)
-def test_each_family_gets_its_label(seed):
-    ep = episode(seed)
-    recording, events = run_episode(ep)
-    assert recording.nsteps == ep.steps and recording.manifest.errors == 0
-    flagged = {e.body for e in events if e.flagged}
-    if ep.artifact:
-        assert ep.body in flagged, (ep.name, [e.to_dict() for e in events])
-    else:
-        assert not flagged, (ep.name, [e.to_dict() for e in events])
+def test_episodes_are_seeded_and_every_family_is_in_the_cycle():
+    assert set(CYCLE) == set(FAMILIES) and len(CYCLE) == 24
+    a, b = episode(OVERLAP), episode(OVERLAP)
+    assert a.to_dict() == b.to_dict() and a.scene == b.scene
+    assert episode(OVERLAP + 24).family == "overlap" and episode(OVERLAP + 24).params != a.params
+    assert [episode(s).family for s in (DROP, KICK)] == ["drop", "kick"]
 
 
-def test_hard_negatives_really_do_what_they_claim():
-    push = run_episode(episode(5))[0]  # robot_push: the box moved along x
-    assert push.xpos[-1, push.manifest.body_id("box"), 0] > 0.1
-    lift = run_episode(episode(7))[0]  # gripper_lift: the box left the floor by 10 cm
-    box = lift.manifest.body_id("box")
-    assert lift.xpos[:, box, 2].max() > lift.xpos[0, box, 2] + 0.1
-    assert lift.manifest.roles[lift.manifest.body_id("fr3_finger_l")] == "robot"
+def test_dev_and_eval_have_disjoint_seeds_and_main_parameter_bands():
+    dev, ev = split_seeds("dev", 200), split_seeds("eval", 200)
+    assert not set(dev) & set(ev) and ev[0] == SPLITS["eval"]
+    with pytest.raises(ValueError, match="unknown split"):
+        split_seeds("test", 3)
+    for seeds, parity in ((dev[:96:24], 0), (ev[:96:24], 1)):  # overlap depth in [1, 4] cm, four bands
+        for s in seeds:
+            ep = episode(s)
+            assert ep.family == "overlap" and ep.split == ("eval" if parity else "dev")
+            band = int((ep.params["overlap"] - 0.01) / 0.03 * 4)
+            assert band % 2 == parity
 
 
-def test_a_kick_in_mid_air_needs_the_jump_rule():
-    recording, events = run_episode(episode(2))  # kick_air
-    assert not any(e.flagged for e in detect(recording))  # the paper's stage 1 needs a recent contact
-    jumps = free_jumps(recording)
-    assert [e.ejection.reason for e in jumps] == ["jump without contact"]
-    assert jumps[0].flagged and jumps[0].contact_pair == ("", "")
-    assert any(e.flagged for e in events)
+def test_the_fixed_draw_removes_the_overlap():
+    ep = episode(OVERLAP)
+    fixed = fixed_episode(ep)
+    assert fixed.fixed and fixed.params == ep.params and fixed.scene != ep.scene
+    assert fixed_episode(episode(DROP)) == episode(DROP)  # a drop's rerun takes a smaller step instead
 
 
-def test_free_fall_and_resting_bodies_give_no_jumps():
-    xml = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="1 1 .1"/>
-      <body name="ball" pos="0 0 1"><freejoint/><geom type="sphere" size=".02" mass=".05"/></body>
-      </worldbody></mujoco>"""
-    model = mujoco.MjModel.from_xml_string(xml)
-    data = mujoco.MjData(model)
-    recorder = Recorder(model, data, robot_prefix="fr3_", model_hash="test")
-    for _ in range(600):  # falls 1 m (4.4 m/s), lands, bounces
-        recorder.step()
-    recording = recorder.close()
-    assert np.linalg.norm(recording.vel[:, 1], axis=-1).max() > 4.0
-    assert free_jumps(recording) == []
+def test_an_overlap_is_labelled_an_artifact_and_the_detector_flags_it():
+    run = simulate(episode(OVERLAP))
+    lab = label(run)
+    assert lab["label"] == "artifact" and lab["rerun"]["change"] == "cause removed (fixed draw)"
+    assert lab["energy"]["speed_equivalent"] > 1.0 > lab["rerun"]["energy"]["speed_equivalent"]
+    first = run.recording.contacts(0)
+    assert run.recording.contact_depth[first].max() > 0.01  # created overlapping
+    assert any(e.flagged and e.body == lab["energy"]["body"] for e in run.events)
+    assert run.screen.suspicious
+
+
+def test_a_drop_is_clean_and_a_kick_is_external():
+    drop = simulate(episode(DROP))
+    assert label(drop)["label"] == "clean" and not any(e.flagged for e in drop.events)
+    assert drop.recording.xpos[0, :, 2].max() > drop.recording.xpos[-1, :, 2].max()  # it did fall
+    kick = simulate(episode(KICK))
+    assert label(kick)["label"] == "external"
+    assert np.isfinite(kick.gain.gain) and kick.gain.speed > 0.5  # the audit sees the impulse's energy
