@@ -31,7 +31,7 @@ Grasping (:class:`Grip`, :func:`capture`, :func:`held_positions`), the same in b
 - while ``opening <= capture_width`` captured particles follow the grip frame rigidly (a hard constraint
   at :func:`held_positions`; their x coordinate is clamped into the opening, so closing further squeezes
   them to the middle); no new particles are captured;
-- when ``opening > capture_width`` they are released with the grip's velocity at their position.
+- when ``opening > capture_width`` they are released (with the velocity they had while held).
 
 A solver's ``snapshot()`` holds everything that defines its future (positions, velocities, the held set
 and its grip coordinates, any plastic state): ``restore(snapshot)`` then stepping reproduces the same

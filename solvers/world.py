@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 from simpact.core.actions import Plan, StartPose
 from simpact.core.frame import Frame
 from simpact.core.rollout import Rollout, Trace, WorldState
-from simpact.core.scene import Scene, SceneError
+from simpact.core.scene import Scene
+from solvers.composite import CompositeWorld
 from solvers.mujoco.world import MujocoWorld
 
 __all__ = ["World", "make_world"]
@@ -67,11 +68,10 @@ class World(Protocol):
 
 
 def make_world(scene: Scene, **options: Any) -> World:
-    """The World for ``scene``: MuJoCo when every object is rigid. ``options`` go to the implementation
-    (MuJoCo: ``options``, ``limits``, ``camera``). Raises :class:`SceneError` for kinds with no solver yet."""
-    kinds = sorted({o.kind for o in scene.objects} - {"rigid"})
-    if kinds:
-        raise SceneError(
-            f"no solver for {', '.join(kinds)} objects yet: this build simulates rigid objects only"
-        )
+    """The World for ``scene``: MuJoCo when every object is rigid; with ``pd`` or ``mpm`` objects the
+    composite World (:class:`solvers.composite.CompositeWorld`: MuJoCo and the deformable solvers in
+    lockstep). ``options`` go to the MuJoCo World (``options``, ``limits``, ``camera``). Raises
+    :class:`SceneError` when a deformable's solver cannot be built (e.g. its package is missing)."""
+    if any(o.kind != "rigid" for o in scene.objects):
+        return CompositeWorld(scene, **options)
     return MujocoWorld(scene, **options)

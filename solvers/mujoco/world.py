@@ -142,8 +142,13 @@ class MujocoAccess:
 
 
 def mujoco_access(world: object) -> MujocoAccess:
-    """:meth:`MujocoWorld.mujoco` for a value typed ``solvers.world.World``; a :class:`SceneError` when the
-    world is simulated by another engine (MuJoCo auditing cannot attach to it)."""
+    """:meth:`MujocoWorld.mujoco` for a value typed ``solvers.world.World``: the world's own, or the MuJoCo
+    part (``rigid``) of a world that couples MuJoCo one way to other engines (its snapshots are MuJoCo
+    states); a :class:`SceneError` when the world is simulated by another engine (MuJoCo auditing cannot
+    attach to it)."""
+    rigid = getattr(world, "rigid", None)
+    if isinstance(rigid, MujocoWorld):
+        return rigid.mujoco()
     if not isinstance(world, MujocoWorld):
         raise SceneError(f"this needs a MuJoCo world; {type(world).__name__} is simulated by another engine")
     return world.mujoco()

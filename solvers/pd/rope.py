@@ -11,9 +11,13 @@ The rope is a chain of N particles (N - 1 segments of rest length ``l0``). Per s
   columns replaced by the identity), so they sit exactly where the grip or the pin puts them. The matrix
   is inverted once per (step length, constrained set) and cached: a solve is one batched matmul
   (``bench`` measured this against a prefactored Cholesky, a banded Cholesky and scipy's sparse LU);
-- after each global step, particles are pushed out of the table and the colliders' boxes (inflated by the
-  rope's radius); after the last, velocities ``(x - x_n) / h`` get Coulomb friction against every surface
-  they touch, relative to its motion, and a linear damping.
+- after each global step, particles are pushed out of the table, and a particle resting on it moves
+  sideways at most by the friction coefficient times how far it was pressed in (position-based Coulomb
+  friction, so the global step works against it); after the last, particles are pushed out of the
+  colliders' boxes (inflated by the rope's radius), their velocities ``(x - x_n) / h`` get Coulomb friction
+  against the boxes they touch, relative to the box's motion, and a linear damping;
+- a rope at rest that no box comes near and whose held or pinned particles stay put sleeps: its steps are
+  skipped, which is exact (a step from rest that changed nothing changes nothing again).
 
 Stiffness: ``w_s = EA / l0`` (N/m) and ``w_b = EI / l0^3`` (N/m) from the material's Young's modulus and the
 rope's radius (or ``stretch_stiffness`` EA in N and ``bending_stiffness`` EI in N m^2 directly). Grasping is
@@ -202,6 +206,9 @@ class RopeSolver:
         self._held = np.zeros((batch, n), dtype=bool)
         self._local = np.zeros((batch, n, 3))
         self._closed = np.zeros(batch, dtype=bool)
+        self._asleep = np.zeros(batch, dtype=bool)
+        self._last_constrained = np.zeros((batch, n), dtype=bool)
+        self._last_targets = np.zeros((batch, n, 3))
         self._pin_mask = np.zeros(n, dtype=bool)
         self._pin_mask[list(self.pinned)] = True
         self._pin_pos = points.copy()
@@ -225,16 +232,22 @@ class RopeSolver:
         return self._held.copy()
 
     def snapshot(self) -> tuple[np.ndarray, ...]:
+        """Positions, velocities, the held set and its grip coordinates, the grip's closed flag, and
+        whether each rope sleeps (at rest, untouched: its steps change nothing), and the constrained set
+        and targets of the last step (a held rope wakes up when they change)."""
         return (
             self.positions(),
             self.velocities(),
             self._held.copy(),
             self._local.copy(),
             self._closed.copy(),
+            self._asleep.copy(),
+            self._last_constrained.copy(),
+            self._last_targets.copy(),
         )
 
     def restore(self, snapshot: Any) -> None:
-        x, v, held, local, closed = snapshot
+        x, v, held, local, closed, asleep, last_constrained, last_targets = snapshot
         if x.shape != tuple(self._x.shape):
             raise ValueError(
                 f"rope snapshot of shape {x.shape} does not fit this solver ({tuple(self._x.shape)})"
@@ -242,19 +255,18 @@ class RopeSolver:
         self._x = torch.from_numpy(x.copy())
         self._v = torch.from_numpy(v.copy())
         self._held, self._local, self._closed = held.copy(), local.copy(), closed.copy()
+        self._asleep = asleep.copy()
+        self._last_constrained, self._last_targets = last_constrained.copy(), last_targets.copy()
 
     def replicate(self, batch: int) -> RopeSolver:
         if self.batch != 1:
             raise ValueError("replicate() needs a batch-1 rope")
         other = RopeSolver.__new__(RopeSolver)
         other.__dict__.update(self.__dict__)
-        x, v, held, local, closed = self.snapshot()
         other._inverses = dict(self._inverses)
         other._matrices = dict(self._matrices)
-        other._x = torch.from_numpy(np.repeat(x, batch, axis=0))
-        other._v = torch.from_numpy(np.repeat(v, batch, axis=0))
-        other._held, other._local = np.repeat(held, batch, axis=0), np.repeat(local, batch, axis=0)
-        other._closed = np.repeat(closed, batch, axis=0)
+        other._x = torch.zeros((batch, *self._x.shape[1:]), dtype=torch.float64)
+        other.restore(tuple(np.repeat(a, batch, axis=0) for a in self.snapshot()))
         return other
 
     def with_params(self, **changes: Any) -> RopeSolver:
@@ -293,9 +305,22 @@ class RopeSolver:
         xc = torch.from_numpy(targets) * cmask
         shift = (mass / (h * h)) * y - torch.matmul(torch.from_numpy(self._matrix(h)), xc)
         base = _apply(inverse, torch.where(cmask, xc, shift)).transpose(0, 1).contiguous()  # (N, B, 3)
-        boxes = _near_boxes(colliders, x0.numpy(), p.radius)
+        near = _near_boxes(colliders, x0.numpy(), p.radius)
+        boxes = np.flatnonzero(near.any(axis=0))
+        moved = (constrained != self._last_constrained) | (
+            constrained & (targets != self._last_targets).any(-1)
+        )
+        disturbed = near.any(axis=1) | moved.any(axis=1)
+        self._last_constrained, self._last_targets = constrained, targets
+        resting = self._asleep & ~disturbed
+        if resting.all():
+            return
         floor = (0.0 if colliders is None else colliders.table_z) + p.radius
         x = torch.where(cmask, xc, y).transpose(0, 1).contiguous()
+        start = x0.transpose(0, 1)
+        mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
+        approach = (x0[..., 2] - y[..., 2]).clamp_min(0.0) - (x0[..., 2] - floor).clamp_min(0.0)
+        budget = torch.where(cmask[..., 0], -1.0, mu * approach.clamp_min(0.0)).transpose(0, 1)[..., None]
         previous, omega = x, 1.0
         for k in range(p.iterations):
             e = x[1:] - x[:-1]
@@ -305,18 +330,23 @@ class RopeSolver:
             if omega != 1.0:
                 solved = torch.lerp(previous, solved, omega)
             solved[..., 2].clamp_(min=floor)
-            if len(boxes):
-                assert colliders is not None
-                push = _box_push(solved.transpose(0, 1), colliders, boxes, p.radius)[0]
-                solved = solved + torch.where(cmask, 0.0, push).transpose(0, 1)
+            solved = _table_friction(solved, start, budget, floor)
             previous, x = x, solved
         x = x.transpose(0, 1)
+        if len(boxes):
+            assert colliders is not None
+            x = x + torch.where(cmask, 0.0, _box_push(x, colliders, boxes, p.radius)[0])
         x = torch.where(cmask, xc, x)
         v = (x - x0) / h
         v = self._friction(x, v, v0, h, cmask, colliders, boxes)
         v = v * max(0.0, 1.0 - p.damping * h)
-        self._v = torch.where(cmask, (x - x0) / h, v).contiguous()
-        self._x = torch.where(cmask, x, x0 + h * v).contiguous()
+        v = torch.where(cmask, (x - x0) / h, v)
+        x = torch.where(cmask, x, x0 + h * v)
+        still = ((x == x0).all(-1).all(-1) & (v == 0.0).all(-1).all(-1)).numpy() & ~disturbed
+        keep = torch.from_numpy(resting)[:, None, None]
+        self._x = torch.where(keep, x0, x).contiguous()
+        self._v = torch.where(keep, v0, v).contiguous()
+        self._asleep = resting | still
 
     def _constraints(self, colliders: Colliders | None) -> tuple[np.ndarray, np.ndarray]:
         """Update the held set (grasp rule) and return the constrained mask (B, N) and targets (B, N, 3)."""
@@ -381,15 +411,10 @@ class RopeSolver:
         colliders: Colliders | None,
         boxes: np.ndarray,
     ) -> torch.Tensor:
-        """Coulomb friction on the velocities of particles touching the table or a box: the tangential
-        velocity relative to the surface loses up to ``mu`` times the normal velocity the contact removed."""
+        """Coulomb friction on the velocities of particles touching a box: the tangential velocity relative
+        to the box loses up to ``mu`` times the normal velocity the contact removed."""
         p = self.params
-        floor = (0.0 if colliders is None else colliders.table_z) + self.radius
         predicted = v0 + h * torch.from_numpy(GRAVITY)
-        mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
-        touching = (x[..., 2:3] <= floor + _CONTACT_SLOP) & ~cmask
-        normal = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
-        v = _coulomb(v, torch.zeros_like(v), normal.expand_as(v), predicted, touching, mu)
         if len(boxes):
             assert colliders is not None
             _, n, vel, touch = _box_push(x, colliders, boxes, self.radius, slop=_CONTACT_SLOP)
@@ -398,6 +423,19 @@ class RopeSolver:
                 hit = touch[:, k, :, None] & ~cmask
                 v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
         return v
+
+
+def _table_friction(x: torch.Tensor, start: torch.Tensor, budget: torch.Tensor, floor: float) -> torch.Tensor:
+    """Position-based Coulomb friction with the table (Macklin et al. 2014), inside every iteration so that
+    the global step works against it: a particle resting on the table (``z <= floor``) moves sideways from
+    its ``start`` (N, B, 3) by at most ``budget`` (N, B, 1) m (friction coefficient times how far gravity
+    and its velocity pressed it into the table this step; negative: never); less, it sticks."""
+    touching = (x[..., 2:3] <= floor + _CONTACT_SLOP) & (budget >= 0.0)
+    slide = x[..., :2] - start[..., :2]
+    length = torch.linalg.vector_norm(slide, dim=-1, keepdim=True)
+    kept = (length - budget).clamp_min(0.0) / length.clamp_min(1e-12)
+    xy = torch.where(touching, start[..., :2] + kept * slide, x[..., :2])
+    return torch.cat([xy, x[..., 2:3]], dim=-1)
 
 
 CHEBYSHEV_START = 5
@@ -453,16 +491,18 @@ def _coulomb(
     return torch.where(hit, out, v)
 
 
+_NEAR = 0.01
+"""Margin (m, beyond the radius) within which a box counts as near a particle (the rope wakes up)."""
+
+
 def _near_boxes(colliders: Colliders | None, x: np.ndarray, radius: float) -> np.ndarray:
-    """Indices of the boxes whose bounding sphere comes within reach of any rope's bounding box this step."""
+    """(B, K): whether any particle of rope b comes within ``radius + _NEAR`` of box k (numpy)."""
     if colliders is None or not len(colliders.half):
-        return np.zeros(0, dtype=int)
-    lo = x.min(axis=1)[:, None, :] - radius - 0.05
-    hi = x.max(axis=1)[:, None, :] + radius + 0.05
-    reach = np.linalg.norm(colliders.half, axis=1)[None, :, None]
-    c = colliders.centre
-    near = ((c + reach >= lo) & (c - reach <= hi)).all(axis=2).any(axis=0)
-    return np.flatnonzero(near)
+        return np.zeros((len(x), 0), dtype=bool)
+    arm = x[:, None, :, :] - colliders.centre[:, :, None, :]  # (B, K, N, 3)
+    local = np.matmul(arm, colliders.rotation)
+    reach = colliders.half[None, :, None, :] + radius + _NEAR
+    return np.asarray((np.abs(local) <= reach).all(axis=-1).any(axis=-1))
 
 
 def _box_push(
@@ -475,13 +515,13 @@ def _box_push(
     R = torch.from_numpy(colliders.rotation[:, boxes])  # (B, K, 3, 3)
     half = torch.from_numpy(colliders.half[boxes])[None, :, None, :] + r  # (1, K, 1, 3)
     arm = x[:, None] - c[:, :, None]  # (B, K, N, 3)
-    local = torch.einsum("bkij,bkni->bknj", R, arm)
+    local = torch.matmul(arm, R)
     depth = half - local.abs()  # > 0 inside along every axis
     inside = (depth > -slop).all(-1)  # (B, K, N)
     axis = depth.argmin(-1, keepdim=True)
     sign = torch.where(local.gather(-1, axis) >= 0, 1.0, -1.0).to(x.dtype)
     onehot = torch.zeros_like(local).scatter_(-1, axis, 1.0)
-    normal = torch.einsum("bkij,bknj->bkni", R, onehot * sign)
+    normal = torch.matmul(onehot * sign, R.transpose(-1, -2))
     push_len = depth.gather(-1, axis).clamp_min(0.0)
     push = torch.where((depth > 0).all(-1)[..., None], normal * push_len, torch.zeros_like(normal)).sum(1)
     lin = torch.from_numpy(colliders.velocity[:, boxes])[:, :, None]
