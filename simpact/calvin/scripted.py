@@ -70,18 +70,18 @@ class Mover:
 # --- reading the scene (privileged) -------------------------------------------------------------------
 
 
-def _block(env: CalvinEnv, color: str) -> tuple[np.ndarray, float]:
+def _block(env: CalvinEnv, color: str, prefer: int = 0) -> tuple[np.ndarray, float]:
     """Block position (m) and the gripper yaw (rad) that closes the fingers across a narrow horizontal side.
 
     Works for a block lying on any face: of its axes that are nearly horizontal, the narrowest (the one
-    most along world y on a tie) is the closing direction; at yaw 0 the fingers close along world y.
+    most along world axis ``prefer`` on a tie) closes the fingers; at yaw 0 they close along world y.
     """
     pb, uid = env.pb, env.table.blocks[color]
     pos, quat = pb.getBasePositionAndOrientation(uid, physicsClientId=env.cid)
     axes = np.asarray(pb.getMatrixFromQuaternion(quat)).reshape(3, 3)
     size = np.asarray(pb.getCollisionShapeData(uid, -1, physicsClientId=env.cid)[0][3])
     flat = [k for k in range(3) if abs(axes[2, k]) < 0.5]
-    k = min(flat, key=lambda k: (round(float(size[k]), 3), -abs(axes[1, k])))
+    k = min(flat, key=lambda k: (round(float(size[k]), 3), -abs(axes[prefer, k])))
     yaw = float(np.arctan2(axes[1, k], axes[0, k])) - np.pi / 2
     grip_yaw = min((yaw + j * np.pi for j in range(-2, 3)), key=lambda a: abs(a - np.pi / 2))
     return np.array(pos), float(grip_yaw)
@@ -99,9 +99,9 @@ def _held(env: CalvinEnv) -> str:
 # --- the scripts (each: env, subtask, achieve) --------------------------------------------------------
 
 
-def _grasp(m: Mover, color: str, lift: float, approach: np.ndarray | None = None) -> None:
+def _grasp(m: Mover, color: str, lift: float, approach: np.ndarray | None = None, prefer: int = 0) -> None:
     """Open above the block (or come in along ``approach``), close on it, raise by ``lift`` (m)."""
-    pos, yaw = _block(m.env, color)
+    pos, yaw = _block(m.env, color, prefer)
     grasp = pos + np.array([0.0, 0.0, 0.005])
     m.gripper(1, 5)
     if approach is None:
@@ -117,7 +117,8 @@ def _grasp(m: Mover, color: str, lift: float, approach: np.ndarray | None = None
 def _lift(m: Mover, task: str, achieve: bool) -> None:
     color, surface = task.split("_")[1], task.split("_")[3]
     approach = np.array([0.0, -0.12, 0.0]) if surface == "slider" else None
-    _grasp(m, color, (0.10 if surface != "slider" else 0.06) if achieve else 0.015, approach)
+    prefer = 1 if surface == "drawer" else 0  # in the drawer, fingers along y keep clear of its side walls
+    _grasp(m, color, (0.10 if surface != "slider" else 0.06) if achieve else 0.015, approach, prefer)
 
 
 def _rotate(m: Mover, task: str, achieve: bool) -> None:
