@@ -124,6 +124,8 @@ def _rates(records: list[dict[str, Any]]) -> dict[str, Any]:
         "precision_ci95": wilson(tp, tp + fp),
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
         "recall_ci95": wilson(tp, tp + fn),
+        "false_alarm_rate": round(fp / (fp + count["tn"]), 4) if fp + count["tn"] else None,
+        "false_alarm_rate_ci95": wilson(fp, fp + count["tn"]),
     }
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from simpact.bench import audit
 from simpact.bench.audit import SUITE, audit_settings, run_audit_bench, wilson
+from simpact.bench.audit_rollouts import run_rollout_audit
 from simpact.bench.episodes import RUNS, settings_id
 from simpact.bench.perf import run_perf
 from simpact.guard.detector import Thresholds
@@ -65,3 +66,17 @@ def test_perf_reports_the_audit_cost():
     assert result["audit_bytes_per_step"] > 0
     assert result["audit_monitor_errors"] == 0
     assert result["targets"]["audit_overhead_ratio"] == 0.25
+
+
+def test_the_reference_rollouts_are_audited_as_the_planner_audits_them(tmp_path):
+    seen = []
+    result = run_rollout_audit(tmp_path, ["non_toppling_push"], [1], progress=seen.append)
+    assert [(r["task"], r["seed"]) for r in seen] == [("non_toppling_push", 1)]
+    row = seen[0]
+    assert set(row) >= {"success", "screen", "recorded", "flagged", "events", "repair", "outcome_changed"}
+    assert row["flagged"] == bool(row["events"]) and row["recorded"] == row["screen"]["suspicious"]
+    total = result["all"]
+    assert total["rollouts"] == 1 and total["outcome_changed"] <= total["flagged"] <= total["recorded"]
+    assert result["tasks"]["non_toppling_push"] == total
+    again = run_rollout_audit(tmp_path, ["non_toppling_push"], [1])
+    assert again["ran"] == 0 and again["all"] == total  # resumed from runs.jsonl
