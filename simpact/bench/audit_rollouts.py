@@ -84,7 +84,7 @@ def run_rollout_audit(
     out.mkdir(parents=True, exist_ok=True)
     common = {"bench": "audit-rollouts", "thresholds": Thresholds().to_dict(), "repair": str(REPAIR)}
     log = EpisodeLog(out, task_settings(tasks, common))
-    wanted = [(t, s) for t in tasks for s in seeds]
+    wanted = [(t, s) for s in seeds for t in tasks]  # seed by seed: a partial run covers every task
     todo = log.todo(wanted)
 
     def run() -> Iterator[dict[str, Any]]:
