@@ -56,12 +56,16 @@ def _object(state: ObjectState) -> dict[str, Any]:
 
 
 def state_context(state: WorldState) -> dict[str, Any]:
-    """One instant: tool pose and gripper width, and every object's 6-DoF pose (xyz m, rpy rad)."""
-    return {
+    """One instant: tool pose and gripper width, every object's 6-DoF pose (xyz m, rpy rad), and each
+    deformable's voxel-downsampled keypoints and bounding box (m)."""
+    out = {
         "t": round(state.time, 3),
         "robot": _robot(state.robot),
         "objects": {k: _object(v) for k, v in state.objects.items()},
     }
+    if state.deformables:
+        out["deformables"] = {k: v.to_dict() for k, v in state.deformables.items()}
+    return out
 
 
 def scene_context(scene: Scene, initial: WorldState) -> dict[str, Any]:
@@ -83,6 +87,8 @@ def scene_context(scene: Scene, initial: WorldState) -> dict[str, Any]:
             entry["fixed"] = True
         if not obj.collides:
             entry["marker"] = True
+        if obj.name in initial.deformables:
+            entry.update(kind=obj.kind, **initial.deformables[obj.name].to_dict())
         objects[obj.name] = entry
     return {"robot": _robot(initial.robot), "objects": objects}
 
