@@ -106,6 +106,7 @@ def cmd_detect(args: argparse.Namespace) -> dict[str, Any]:
         "flagged": bool(flagged),
         "n_events": len(events),
         "n_flagged": len(flagged),
+        "n_consequences": sum(e.consequence_of is not None for e in events),
         "original_success": (rec.manifest.meta.get("outcome") or {}).get("success"),
     }
     out = _write(args.out, result)
@@ -113,7 +114,9 @@ def cmd_detect(args: argparse.Namespace) -> dict[str, Any]:
     detail = (
         f", fastest {worst.body} at {worst.peak_speed:.2f} m/s (t={worst.onset_s:.3f} s)" if worst else ""
     )
-    print(f"audit detect: {len(flagged)} flagged of {len(events)} events{detail} -> {out}")
+    after = result["n_consequences"]
+    also = f" ({after} consequences of a flagged artifact: its landing or bounces)" if after else ""
+    print(f"audit detect: {len(flagged)} flagged of {len(events)} events{also}{detail} -> {out}")
     return result
 
 

@@ -31,7 +31,8 @@ def test_audit_verbs_end_to_end(tmp_path, capsys):
     run("record", "--mjcf", str(scene), "--steps", "400", "--out", rec)
     det = run("detect", rec, "--out", str(tmp_path / "det"))
     assert json.loads((tmp_path / "det" / "result.json").read_text())["events"][0]["body"] == "lid"
-    assert {"body", "onset_s", "peak_speed"} <= set(det["events"][0])
+    assert {"body", "onset_s", "peak_speed", "consequence_of"} <= set(det["events"][0])
+    assert det["n_consequences"] == sum(e["consequence_of"] is not None for e in det["events"])
     assert run("replay", rec, "--out", str(tmp_path / "rep"))["exact"] is True
     out = run("rerun", rec, "--set", "depenetration=0.3", "--out", str(tmp_path / "rr"))
     assert out["original_artifact"] and not out["flagged"]
