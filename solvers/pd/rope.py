@@ -293,8 +293,7 @@ class RopeSolver:
             torch.set_num_threads(threads)
 
     def _step(self, h: float, colliders: Colliders | None) -> None:
-        """One step; inside the iterations positions are laid out (N, B, 3) so that a shared inverse is one
-        (N, N) x (N, 3B) product."""
+        """One step; inside the iterations positions are laid out (N, B, 3)."""
         p = self.params
         x0, v0 = self._x, self._v
         constrained, targets = self._constraints(colliders)
@@ -320,7 +319,8 @@ class RopeSolver:
         start = x0.transpose(0, 1)
         mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
         approach = (x0[..., 2] - y[..., 2]).clamp_min(0.0) - (x0[..., 2] - floor).clamp_min(0.0)
-        budget = torch.where(cmask[..., 0], -1.0, mu * approach.clamp_min(0.0)).transpose(0, 1)[..., None]
+        on_table = (x0[..., 2] <= floor + _CONTACT_SLOP) & ~cmask[..., 0]
+        budget = torch.where(on_table, mu * approach.clamp_min(0.0), 0.0).transpose(0, 1)[..., None]
         previous, omega = x, 1.0
         for k in range(p.iterations):
             e = x[1:] - x[:-1]
@@ -330,7 +330,7 @@ class RopeSolver:
             if omega != 1.0:
                 solved = torch.lerp(previous, solved, omega)
             solved[..., 2].clamp_(min=floor)
-            solved = _table_friction(solved, start, budget, floor)
+            _table_friction(solved, start, budget)
             previous, x = x, solved
         x = x.transpose(0, 1)
         if len(boxes):
@@ -425,17 +425,16 @@ class RopeSolver:
         return v
 
 
-def _table_friction(x: torch.Tensor, start: torch.Tensor, budget: torch.Tensor, floor: float) -> torch.Tensor:
+def _table_friction(x: torch.Tensor, start: torch.Tensor, budget: torch.Tensor) -> None:
     """Position-based Coulomb friction with the table (Macklin et al. 2014), inside every iteration so that
-    the global step works against it: a particle resting on the table (``z <= floor``) moves sideways from
-    its ``start`` (N, B, 3) by at most ``budget`` (N, B, 1) m (friction coefficient times how far gravity
-    and its velocity pressed it into the table this step; negative: never); less, it sticks."""
-    touching = (x[..., 2:3] <= floor + _CONTACT_SLOP) & (budget >= 0.0)
-    slide = x[..., :2] - start[..., :2]
+    the global step works against it: a particle that rests on the table moves sideways from its ``start``
+    (N, B, 3) by at most ``budget`` (N, B, 1) m (friction coefficient times how far gravity and its velocity
+    pressed it into the table this step; 0 for a particle off the table); less, it sticks. In place."""
+    xy = x[..., :2]
+    slide = xy - start[..., :2]
     length = torch.linalg.vector_norm(slide, dim=-1, keepdim=True)
-    kept = (length - budget).clamp_min(0.0) / length.clamp_min(1e-12)
-    xy = torch.where(touching, start[..., :2] + kept * slide, x[..., :2])
-    return torch.cat([xy, x[..., 2:3]], dim=-1)
+    kept = (length - budget).clamp_min_(0.0).div_(length.clamp_min_(1e-12))
+    xy.sub_(slide.mul_(1.0 - kept))
 
 
 CHEBYSHEV_START = 5
@@ -452,20 +451,18 @@ def _chebyshev(k: int, rho: float, omega: float) -> float:
 
 
 def _apply(operator: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """``operator @ rhs`` per member for ``rhs`` (B, K, 3): ``operator`` (M, K) shared, or (B, M, K)."""
+    """``operator @ rhs`` per member for ``rhs`` (B, K, 3): ``operator`` (M, K) shared, or (B, M, K). Always
+    one small product per member (a batched matmul), so a member's floats do not depend on the batch."""
     if operator.dim() == 2:
-        b, k, _ = rhs.shape
-        flat = rhs.transpose(0, 1).reshape(k, 3 * b)
-        return (operator @ flat).reshape(-1, b, 3).transpose(0, 1)
+        operator = operator.expand(rhs.shape[0], -1, -1)
     return torch.bmm(operator, rhs)
 
 
 def _accumulate(base: torch.Tensor, gather: torch.Tensor, directions: torch.Tensor) -> torch.Tensor:
-    """``base + gather @ directions`` per member, all laid out (N, B, 3) (``gather`` shared (N, N - 1) or
-    stacked (B, N, N - 1)); a new contiguous tensor."""
-    n, b, _ = base.shape
+    """``base + gather @ directions`` per member, laid out (N, B, 3) (``gather`` shared (N, N - 1) or
+    stacked (B, N, N - 1)); a new contiguous tensor. One product per member, as :func:`_apply`."""
     if gather.dim() == 2:
-        return torch.addmm(base.view(n, 3 * b), gather, directions.reshape(n - 1, 3 * b)).view(n, b, 3)
+        gather = gather.expand(base.shape[1], -1, -1)
     out = torch.baddbmm(base.transpose(0, 1), gather, directions.transpose(0, 1))
     return out.transpose(0, 1).contiguous()
 
