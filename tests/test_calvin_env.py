@@ -102,7 +102,6 @@ def test_static_camera_sees_each_block_on_the_table_where_it_is(env, chains):
         "move_slider_left",
         "open_drawer",
         "lift_pink_block_table",
-        "place_in_drawer",
         "stack_block",
         "turn_on_led",
         "turn_off_lightbulb",

@@ -1,4 +1,4 @@
-"""``simpact bench ...``: the benchmarks (perf, tasks, audit, real2sim, sim2real)."""
+"""``simpact bench ...``: the benchmarks (perf, tasks, audit, real2sim, sim2real, calvin)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from typing import Any
 from robot.sim2real import RealityGap
 from simpact.bench.audit import run_audit_bench
 from simpact.bench.audit_rollouts import run_rollout_audit
+from simpact.bench.calvin import MODES as CALVIN_MODES
+from simpact.bench.calvin import CalvinProgress, run_calvin
+from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
 from simpact.bench.perf import run_perf
 from simpact.bench.real2sim import format_table as real2sim_table
@@ -260,6 +263,50 @@ def cmd_bench_sim2real(args: argparse.Namespace) -> None:
         )
 
 
+def cmd_bench_calvin(args: argparse.Namespace) -> None:
+    positive_int(args.chains, "--chains")
+    if not 0 <= args.start < 1000:
+        raise UsageError(f"--start must be a chain index 0..999, got {args.start}")
+    out = reusable_out(args.out)
+    settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend}
+    try:
+        result = _recorded(
+            out,
+            "bench calvin",
+            settings,
+            lambda: run_calvin(out, args.start, args.chains, args.mode, args.backend, CalvinProgress()),
+        )
+    except BenchError as exc:
+        raise UsageError(str(exc)) from None
+    print(calvin_table(result))
+    last = args.start + result["chains"] - 1
+    line = (
+        f"bench calvin ({result['mode']}, {result['backend']}, chains {args.start}..{last}): "
+        f"avg len {result['avg_len']:.2f} -> {out / 'result.json'}"
+    )
+    print(_with_ignored(line, result))
+
+
+def _add_calvin(bench: Any) -> None:
+    p = bench.add_parser("calvin", help="CALVIN long-horizon chains (SR1-5, average length; resumable)")
+    p.add_argument("--chains", type=int, default=40, help="number of chains (default 40, the paper's)")
+    p.add_argument("--start", type=int, default=0, help="first chain, in the official order (default 0)")
+    p.add_argument(
+        "--mode",
+        choices=tuple(CALVIN_MODES),
+        default="scripted",
+        help="scripted: privileged scripted motions, a check of the environment and protocol",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "official", "rebuild"),
+        default="rebuild",
+        help="official calvin_env or the PyBullet rebuild (auto: official when importable)",
+    )
+    p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
+    p.set_defaults(func=cmd_bench_calvin)
+
+
 def _add_perf(bench: Any) -> None:
     p = bench.add_parser("perf", help="rollout throughput vs bare mj_step, parallel speedup")
     p.add_argument("--task", default="non_toppling_push", help="task to time (default non_toppling_push)")
@@ -349,5 +396,5 @@ def _add_sim2real(bench: Any) -> None:
 def add_parsers(verbs: Any) -> None:
     """Register ``bench`` and its sub-verbs."""
     bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
-    for add in (_add_perf, _add_tasks, _add_audit, _add_real2sim, _add_sim2real):
+    for add in (_add_perf, _add_tasks, _add_audit, _add_real2sim, _add_sim2real, _add_calvin):
         add(bench)

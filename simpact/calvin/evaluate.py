@@ -1,0 +1,122 @@
+"""CALVIN's long-horizon protocol (LH-MTLC) for any policy that drives the environment's action interface.
+
+A chain starts with a reset to its ``robot_obs``/``scene_obs`` (never again between subtasks). For each of
+its five subtasks the state at the subtask's start is kept; after every control step the subtask's check
+compares it with the current state; the first success moves on to the next subtask; ``EP_LEN`` (360)
+control steps without success end the chain. A policy is a callable ``policy(env, task, instruction)``
+that steps the environment it is given; the budget and the checks live in the environment wrapper here, so
+no policy can overrun or judge itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from simpact.calvin.checks import Snapshot, check
+from simpact.calvin.data import EP_LEN, Chain, instructions
+from simpact.calvin.scripted import Mover, script_for
+from simpact.core.errors import SimpactError
+
+__all__ = ["PUBLISHED", "Judged", "Policy", "evaluate_chain", "scripted_policy", "summarise"]
+
+#: Published LH-MTLC results (../shared/CALVIN.md): method → (training split, SR1..SR5 %, average length).
+PUBLISHED: dict[str, tuple[str, tuple[float, ...] | None, float]] = {
+    "HULC": ("ABC→D", (41.8, 16.5, 5.7, 1.9, 1.1), 0.67),
+    "RoboFlamingo": ("ABC→D", (82.4, 61.9, 46.6, 33.1, 23.5), 2.47),
+    "GR-1": ("ABC→D", (85.4, 71.2, 59.6, 49.7, 40.1), 3.06),
+    "3D Diffuser Actor": ("ABC→D", (93.8, 80.3, 66.2, 53.3, 41.2), 3.35),
+    "FLOWER (ABC→D)": ("ABC→D", (99.3, 95.9, 90.5, 84.8, 77.5), 4.54),
+    "FLOWER (D→D)": ("D→D", (98.4, 94.0, 87.9, 81.7, 74.1), 4.36),
+    "SIMPACT (paper, 40 chains)": ("none", None, 2.78),
+}
+
+
+class _Env(Protocol):
+    backend: str
+
+    def reset(self, robot_obs: Any = None, scene_obs: Any = None) -> None: ...
+    def step(self, action: Any, relative: bool = False) -> None: ...
+    def snapshot(self) -> Snapshot: ...
+
+
+Policy = Callable[[Any, str, str], None]
+"""``policy(env, task, instruction)``: act through ``env.step`` until done (the wrapper stops it)."""
+
+
+class _Stop(Exception):
+    """Raised inside a policy's ``env.step`` when its subtask succeeded or its budget is spent."""
+
+
+class Judged:
+    """The environment as a policy sees it: each ``step`` counts against the budget and is judged."""
+
+    def __init__(self, env: _Env, task: str, budget: int) -> None:
+        self._env, self.task, self.budget = env, task, budget
+        self.start = env.snapshot()
+        self.steps = 0
+        self.success = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    def step(self, action: Any, relative: bool = False) -> None:
+        if self.success or self.steps >= self.budget:
+            raise _Stop
+        self._env.step(action, relative)
+        self.steps += 1
+        if check(self.task, self.start, self._env.snapshot()):
+            self.success = True
+            raise _Stop
+        if self.steps >= self.budget:
+            raise _Stop
+
+    def settle(self, steps: int) -> None:
+        raise SimpactError("a policy acts through step(); settle() would pass time outside the budget")
+
+
+def _attempt(env: _Env, policy: Policy, task: str, budget: int) -> dict[str, Any]:
+    judged = Judged(env, task, budget)
+    t0 = time.perf_counter()
+    error = None
+    try:
+        policy(judged, task, instructions()[task])
+    except _Stop:
+        pass
+    except Exception as exc:  # a policy that fails is a failed subtask, said in the record
+        error = f"{type(exc).__name__}: {exc}"
+    record = {"task": task, "success": judged.success, "steps": judged.steps,
+              "wall_s": round(time.perf_counter() - t0, 3)}  # fmt: skip
+    if error is not None:
+        record["policy_error"] = error
+    return record
+
+
+def evaluate_chain(env: _Env, chain: Chain, policy: Policy, ep_len: int = EP_LEN) -> dict[str, Any]:
+    """Run one chain: reset once, then its subtasks until the first failure. ``completed`` is 0..5."""
+    t0 = time.perf_counter()
+    env.reset(chain.robot_obs, chain.scene_obs)
+    subtasks = []
+    for task in chain.sequence:
+        subtasks.append(_attempt(env, policy, task, ep_len))
+        if not subtasks[-1]["success"]:
+            break
+    completed = sum(1 for s in subtasks if s["success"])
+    wall = round(time.perf_counter() - t0, 3)
+    return {"chain": chain.index, "sequence": list(chain.sequence), "completed": completed,
+            "subtasks": subtasks, "backend": env.backend, "wall_s": wall}  # fmt: skip
+
+
+def summarise(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """SR1..SR5 (share of chains with at least i successes in a row) and the average length."""
+    n = len(records)
+    lengths = [int(r["completed"]) for r in records]
+    sr = [sum(length >= i for length in lengths) / n if n else 0.0 for i in range(1, 6)]
+    return {"chains": n, "sr": sr, "avg_len": sum(lengths) / n if n else 0.0}
+
+
+def scripted_policy(env: Any, task: str, instruction: str) -> None:
+    """The privileged scripted motions of :mod:`simpact.calvin.scripted` (rebuild back-end only): a check
+    of the environment and the protocol, not a policy to compare with published ones."""
+    script_for(task)(Mover(env), task, True)

@@ -1,0 +1,83 @@
+"""The CALVIN runner: the protocol's budget and first-failure rule, the metrics, and a killed run that
+resumes without losing or repeating a chain."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+from simpact.bench.calvin import format_table, run_calvin  # noqa: E402
+from simpact.calvin.data import load_chains  # noqa: E402
+from simpact.calvin.env import CalvinEnv  # noqa: E402
+from simpact.calvin.evaluate import evaluate_chain, scripted_policy, summarise  # noqa: E402
+from simpact.core.errors import SimpactError  # noqa: E402
+
+
+def _hold(env, task, instruction):
+    """Stay where the chain left the hand, forever (the budget must stop it)."""
+    pose = env.robot_obs()
+    while True:
+        env.step(np.r_[pose[:6], 1.0])
+
+
+def test_a_subtask_gets_360_steps_and_a_failure_ends_the_chain():
+    with CalvinEnv() as env:
+        record = evaluate_chain(env, load_chains(0, 1)[0], _hold)
+    assert record["completed"] == 0 and len(record["subtasks"]) == 1
+    assert record["subtasks"][0]["steps"] == 360 and record["backend"] == "rebuild"
+
+
+def test_the_scripted_policy_completes_a_chain_and_policy_errors_are_recorded():
+    chain = load_chains(2, 1)[0]  # lift_pink_block_slider, place_in_slider, open_drawer, rotate, lift
+    with CalvinEnv() as env:
+        done = evaluate_chain(env, chain, scripted_policy)
+
+        def broken(env, task, instruction):
+            raise ValueError("no idea")
+
+        failed = evaluate_chain(env, chain, broken)
+    assert done["completed"] == 5, done
+    assert all(s["steps"] <= 360 for s in done["subtasks"])
+    assert failed["completed"] == 0 and failed["subtasks"][0]["policy_error"] == "ValueError: no idea"
+
+
+def test_metrics_count_consecutive_successes():
+    records = [{"completed": n} for n in (0, 1, 5, 3)]
+    summary = summarise(records)
+    assert summary["sr"] == [0.75, 0.5, 0.5, 0.25, 0.25] and summary["avg_len"] == 2.25
+    assert "| 75.0 | 50.0 | 50.0 | 25.0 | 25.0 | 2.25 |" in format_table(
+        {**summary, "mode": "scripted", "backend": "rebuild"}
+    )
+
+
+def test_a_killed_run_resumes_without_losing_or_repeating_a_chain(tmp_path):
+    seen: list[int] = []
+
+    def dies_on_second_chain(env, task, instruction):
+        seen.append(task)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        env.step(np.r_[env.robot_obs()[:6], 1.0])
+
+    with pytest.raises(KeyboardInterrupt):
+        run_calvin(tmp_path, 10, 3, policy=dies_on_second_chain)
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    assert [json.loads(line)["chain"] for line in lines] == [10]
+
+    ran: list[str] = []
+
+    def quick(env, task, instruction):
+        ran.append(task)
+        env.step(np.r_[env.robot_obs()[:6], 1.0])
+
+    result = run_calvin(tmp_path, 10, 3, policy=quick)
+    chains = [json.loads(line)["chain"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert chains == [10, 11, 12] and len(ran) == 2  # one failed subtask each for chains 11 and 12
+    assert result["chains"] == 3 and result["backend"] == "rebuild" and result["mode"] == "scripted"
+    assert set(result["wall_s_per_chain"]) == {"10", "11", "12"}
+    with pytest.raises(SimpactError, match="mode"):
+        run_calvin(tmp_path, 0, 1, mode="oracle")
