@@ -9,7 +9,9 @@ neither the robot's contact nor gravity accounts for).
 
 Also: :mod:`simpact.guard.screen` (a conservative first pass over a rollout's own trace, so only rollouts
 that could hold an ejection are recorded in full), :mod:`simpact.guard.rerun` (controlled reruns),
-:mod:`simpact.guard.settle` (a scene left alone for a second: overlaps, artifacts, motion).
+:mod:`simpact.guard.settle` (a scene left alone for a second: overlaps, artifacts, motion),
+:mod:`simpact.guard.suite` with :mod:`simpact.guard.labels` and :mod:`simpact.guard.energy` (the labelled
+suite ``bench audit`` measures :func:`detect` on, labelled by an energy audit the detector does not use).
 """
 
 from simpact.guard.detector import Event, Thresholds, Verdict, detect
