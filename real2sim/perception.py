@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from real2sim.pose import estimate_pose
+from real2sim.refine import refine_box, refine_cylinder
 from real2sim.segment import AssignFn, segment
 from real2sim.shape import ShapeError, complete_shape
 from real2sim.table import fit_table
@@ -89,13 +90,15 @@ def perceive(
     assign: AssignFn | None = None,
     max_points: int = 3000,
     erode_px: int = 1,
+    refine: bool = True,
 ) -> Perception:
     """Find the table and reconstruct the objects named by ``labels`` in ``frame``.
 
     Objects that are not found, or whose shape cannot be completed, are left out with a warning; the
     returned segments and objects are in the order of ``labels``. ``assign`` maps geometric regions to
     labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
-    masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background).
+    masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
+    each upright box is then refined against the depth (:mod:`real2sim.refine`).
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
@@ -162,5 +165,65 @@ def perceive(
                 pose_source=est.source,
             )
         )
+    if refine:
+        t0 = time.perf_counter()
+        objects = _refine_boxes(frame, table, kept_segments, objects, unlabelled)
+        timings["refine"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _refine_boxes(
+    frame: Frame,
+    table: TablePlane,
+    segments: Sequence[Segment],
+    objects: list[ObjectGeometry],
+    unlabelled: Sequence[np.ndarray],
+) -> list[ObjectGeometry]:
+    """Each upright box moved and resized to explain the depth around its mask (:func:`refine_box`)."""
+    import trimesh
+
+    out = list(objects)
+    for i, (seg, g) in enumerate(zip(segments, objects)):
+        if g.shape_source != "geometric":
+            continue
+        if g.symmetry == "rotational" and not g.concave:
+            out[i] = _refine_solid_of_revolution(g, frame, table, seg.mask)
+            continue
+        if g.symmetry != "box" or len(g.mesh.vertices) != 8:
+            continue  # boxes only (a can lying on its side is box-symmetric too)
+        found = refine_box(g, frame, table.T_world_cam, seg.mask)
+        if found is None:
+            continue
+        centre, yaw, extent, _, _ = found
+        T = np.eye(4)
+        T[:3, :3] = [[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
+        out[i] = dataclasses.replace(
+            g,
+            mesh=trimesh.creation.box(extents=extent),
+            position=centre,
+            quaternion=matrix_to_quat(T[:3, :3]),
+            extent=np.asarray(extent, dtype=np.float64),
+            pose_source=f"{g.pose_source}+depth_refine",
+        )
+    return out
+
+
+def _refine_solid_of_revolution(
+    g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray
+) -> ObjectGeometry:
+    """An upright solid of revolution (a can) moved and its mesh scaled to explain the depth
+    (:func:`refine_cylinder`)."""
+    found = refine_cylinder(g, frame, table.T_world_cam, mask)
+    if found is None:
+        return g
+    centre, scale, _, _ = found
+    mesh = g.mesh.copy()
+    mesh.apply_scale(scale)
+    return dataclasses.replace(
+        g,
+        mesh=mesh,
+        position=centre,
+        extent=np.asarray(mesh.extents, dtype=np.float64),
+        pose_source=f"{g.pose_source}+depth_refine",
+    )

@@ -1,0 +1,193 @@
+"""Refine an upright box's pose and size so that, seen from the photo's camera, it explains the depth.
+
+A box fitted to its visible points alone (minimum-area rectangle and highest point) is thickened when two of
+its faces are seen at a slant and shortened where the silhouette's depth is lost. :func:`refine_box` moves
+its centre, yaw and three edge lengths (bottom kept on the table, z = 0) to minimise, over the pixels around
+its mask, a robust cost computed by casting the pixels' rays at the box analytically (slab test).
+:func:`refine_cylinder` does the same for an upright solid of revolution (a can) with its centre, radius
+and height, the rays cast at the cylinder. The cost:
+
+- inside its own mask: the absolute difference between the box's and the measured depth, capped at
+  :data:`CAP_M`; a mask pixel the box misses costs the cap (whether or not its depth was measured);
+- outside its mask: a pixel where the box would be seen in front of a measured surface that lies farther
+  than :data:`FREE_M` behind it costs the cap: the camera sees through where the box would be, so the hidden
+  extent is bounded by the depth shadow (the table seen behind the object) and the box does not grow into a
+  neighbour it would hide. Pixels where the measured surface is in front of the box (an occluder, say a
+  neighbour standing before it) cost nothing: the box may continue behind it.
+
+Scipy's Nelder-Mead minimises the cost from the fit, restarted once (deterministic: no random starts); the
+refinement is kept only when it lowers the cost and no edge changes by more than :data:`MAX_CHANGE`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CAP_M", "FREE_M", "box_depth", "cylinder_depth", "pixel_cost", "refine_box", "refine_cylinder"]
+
+CAP_M = 0.02
+"""Largest cost of one pixel (m)."""
+FREE_M = 0.01
+"""A measured surface this far (m) behind the box is free space the box must not fill."""
+MAX_CHANGE = 0.35
+"""Largest relative change of an edge the refinement may make."""
+MARGIN_PX = 12
+"""Pixels around the mask's bounding box that enter the cost."""
+MAX_PIXELS = 4000
+"""At most about this many pixels (evenly strided) enter the cost."""
+
+
+def box_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Depth (along the optical axis; the rays have camera z = 1) at which each ray enters the upright box
+    ``params`` = (cx, cy, yaw, length, width, height) standing on z = 0; inf where it misses."""
+    cx, cy, yaw, lx, ly, lz = params
+    c, s = np.cos(yaw), np.sin(yaw)
+    R = np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]])  # world -> box
+    o = R @ (origin - np.array([cx, cy, lz / 2]))
+    d = dirs @ R.T
+    half = np.abs(np.array([lx, ly, lz])) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / np.where(np.abs(d) < 1e-12, 1e-12, d)
+        t1 = (-half - o) * inv
+        t2 = (half - o) * inv
+    t_near = np.max(np.minimum(t1, t2), axis=1)
+    t_far = np.min(np.maximum(t1, t2), axis=1)
+    hit = (t_far >= t_near) & (t_near > 0)
+    return np.where(hit, t_near, np.inf)
+
+
+def cylinder_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Depth at which each ray enters the upright cylinder ``params`` = (cx, cy, radius, height) standing
+    on z = 0 (its side or its top); inf where it misses."""
+    cx, cy, r, hgt = params
+    o = origin - np.array([cx, cy, 0.0])
+    a = dirs[:, 0] ** 2 + dirs[:, 1] ** 2
+    b = 2 * (o[0] * dirs[:, 0] + o[1] * dirs[:, 1])
+    c = o[0] ** 2 + o[1] ** 2 - r**2
+    disc = b**2 - 4 * a * c
+    root = np.sqrt(np.maximum(disc, 0.0))
+    t_side = (-b - root) / np.maximum(2 * a, 1e-12)
+    z_side = o[2] + t_side * dirs[:, 2]
+    side = (disc >= 0) & (t_side > 0) & (z_side >= 0) & (z_side <= hgt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_top = (hgt - o[2]) / dirs[:, 2]
+    top_xy = o[:2] + t_top[:, None] * dirs[:, :2]
+    top = np.isfinite(t_top) & (t_top > 0) & (np.sum(top_xy**2, axis=1) <= r**2)
+    return np.minimum(np.where(side, t_side, np.inf), np.where(top, t_top, np.inf))
+
+
+def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray) -> float:
+    """The cost of the module docstring (m summed over the pixels) of a render ``t`` (N,, inf where the shape
+    is missed) against the measured ``depth`` (N,, 0 invalid) and the object's ``own`` mask (N,)."""
+    hit = np.isfinite(t)
+    valid = depth > 0
+    t0 = np.where(hit, t, 0.0)
+    # A mask pixel the shape misses costs the cap, measured or not (depth drops out at silhouettes and rims).
+    err = np.where(hit, np.where(valid, np.minimum(np.abs(t0 - depth), CAP_M), 0.0), CAP_M)
+    # Seen through: the measured surface (table, background, a neighbour) lies behind the shape.
+    behind = hit & valid & ~own & (depth > t0 + FREE_M)
+    return float(err[own].sum()) + CAP_M * float(np.count_nonzero(behind))
+
+
+def _pixels(frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> tuple[np.ndarray, ...] | None:
+    """World rays (origin (3,), directions (N, 3) with camera z = 1), measured depth (N,) and own mask (N,)
+    of the pixels around the mask (at most about :data:`MAX_PIXELS`, evenly strided); None for a tiny mask."""
+    rows, cols = np.nonzero(own_mask)
+    if len(rows) < 20:
+        return None
+    h, w = own_mask.shape
+    r0, r1 = max(rows.min() - MARGIN_PX, 0), min(rows.max() + MARGIN_PX + 1, h)
+    c0, c1 = max(cols.min() - MARGIN_PX, 0), min(cols.max() + MARGIN_PX + 1, w)
+    step = max(1, int(np.ceil(np.sqrt((r1 - r0) * (c1 - c0) / MAX_PIXELS))))
+    v, u = np.mgrid[r0:r1:step, c0:c1:step].astype(np.float64)
+    K = frame.K
+    y = (v - K[1, 2]) / K[1, 1]
+    x = (u - K[0, 2] - K[0, 1] * y) / K[0, 0]
+    dirs = np.stack([x.ravel(), y.ravel(), np.ones(x.size)], axis=1) @ T_world_cam[:3, :3].T
+    depth = frame.depth[r0:r1:step, c0:c1:step].astype(np.float64).ravel()
+    return T_world_cam[:3, 3], dirs, depth, own_mask[r0:r1:step, c0:c1:step].ravel()
+
+
+def _minimise(
+    cost: Any, x0: np.ndarray, scale: np.ndarray, sizes: slice, max_evals: int
+) -> tuple[np.ndarray, float, float] | None:
+    """Nelder-Mead over ``x0 + z * scale``; sizes (``x0[sizes]``) stay positive and within
+    :data:`MAX_CHANGE`. Returns (best parameters, cost before, cost after), or None if nothing improved."""
+    from scipy.optimize import minimize
+
+    def f(z: np.ndarray) -> float:
+        p = x0 + z * scale
+        if np.any(p[sizes] <= 0.003) or np.any(np.abs(p[sizes] - x0[sizes]) > MAX_CHANGE * x0[sizes]):
+            return 1e9
+        return float(cost(p))
+
+    n = len(x0)
+    before = f(np.zeros(n))
+    z, best = np.zeros(n), before
+    for _ in range(2):  # a restart from the first answer, with a fresh simplex of one ``scale`` per axis
+        simplex = np.vstack([z, z + np.eye(n)])
+        res = minimize(
+            f,
+            z,
+            method="Nelder-Mead",
+            options={"maxfev": max_evals // 2, "xatol": 0.05, "fatol": 1e-5, "initial_simplex": simplex},
+        )
+        if float(res.fun) < best:
+            z, best = np.asarray(res.x), float(res.fun)
+    if not best < before:
+        return None
+    return x0 + z * scale, before, best
+
+
+def _yaw_if_upright(geometry: Any) -> float | None:
+    from simpact.core.rotations import quat_to_matrix
+
+    R = quat_to_matrix(geometry.quaternion)
+    return float(np.arctan2(R[1, 0], R[0, 0])) if abs(R[2, 2]) >= 0.999 else None
+
+
+def refine_box(
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 400
+) -> tuple[np.ndarray, float, np.ndarray, float, float] | None:
+    """The refined (centre (3,), yaw (rad), extent (3,), cost before, cost after) of an upright box
+    ``geometry`` (:class:`~real2sim.types.ObjectGeometry`, world frame), or None when it is not upright or
+    the refinement does not help."""
+    yaw = _yaw_if_upright(geometry)
+    px = _pixels(frame, T_world_cam, own_mask)
+    if yaw is None or px is None:
+        return None
+    origin, dirs, depth, own = px
+    ext = np.asarray(geometry.extent, dtype=float)
+    x0 = np.array([geometry.position[0], geometry.position[1], yaw, ext[0], ext[1], ext[2]], dtype=float)
+    scale = np.array([0.005, 0.005, 0.05, 0.005, 0.005, 0.005])
+    found = _minimise(
+        lambda p: pixel_cost(box_depth(p, origin, dirs), depth, own), x0, scale, slice(3, 6), max_evals
+    )
+    if found is None:
+        return None
+    p, before, after = found
+    return np.array([p[0], p[1], p[5] / 2]), float(p[2]), np.abs(p[3:6]), before, after
+
+
+def refine_cylinder(
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 300
+) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """The refined (centre (3,), per-axis scale of the mesh (3,), cost before, cost after) of an upright solid
+    of revolution ``geometry`` (its mesh is scaled, keeping its profile), or None."""
+    px = _pixels(frame, T_world_cam, own_mask)
+    if _yaw_if_upright(geometry) is None or px is None:
+        return None
+    origin, dirs, depth, own = px
+    ext = np.asarray(geometry.extent, dtype=float)
+    x0 = np.array([geometry.position[0], geometry.position[1], (ext[0] + ext[1]) / 4, ext[2]], dtype=float)
+    scale = np.array([0.003, 0.003, 0.003, 0.005])
+    found = _minimise(
+        lambda p: pixel_cost(cylinder_depth(p, origin, dirs), depth, own), x0, scale, slice(2, 4), max_evals
+    )
+    if found is None:
+        return None
+    p, before, after = found
+    s = p[2] / x0[2]
+    return np.array([p[0], p[1], p[3] / 2]), np.array([s, s, p[3] / x0[3]]), before, after
