@@ -84,9 +84,23 @@ def test_static_camera_sees_each_block_on_the_table_where_it_is(env, chains):
         cam = image.view @ centre  # OpenGL camera: looks along -z
         u = image.K[0, 0] * cam[0] / -cam[2] + image.K[0, 2]
         v = -image.K[1, 1] * cam[1] / -cam[2] + image.K[1, 2]
-        row, col = int(v), int(u)
+        row, col = int(round(v)), int(round(u))
         assert image.body[row, col] == uid, color
         assert image.depth[row, col] == pytest.approx(-cam[2], abs=0.04)  # the block's near face
+    frame = env.frame("static")  # the same, as real2sim reads it: OpenCV K and axes, pose in the base frame
+    base = np.asarray(env.robot.config.base_position)
+    assert sorted(frame.mask_names.values()) == ["block_blue", "block_pink", "block_red"]
+    for k, name in frame.mask_names.items():
+        if name.removeprefix("block_") not in visible:
+            continue
+        rows, cols = np.nonzero(frame.masks == k)
+        z = frame.depth[rows, cols]
+        cam = np.stack(
+            [(cols - frame.K[0, 2]) * z / frame.K[0, 0], (rows - frame.K[1, 2]) * z / frame.K[1, 1], z]
+        )
+        seen = (frame.T_base_cam[:3, :3] @ cam).T + frame.T_base_cam[:3, 3] + base
+        true = np.asarray(env.snapshot().blocks[name.removeprefix("block_")].pos)
+        assert np.linalg.norm(seen.mean(axis=0)[:2] - true[:2]) < 0.02, name  # visible faces' centroid
     gripper = env.render("gripper")
     assert gripper.rgb.shape == (84, 84, 3) and gripper.depth.min() > 0.0
     with pytest.raises(SimpactError, match="camera"):

@@ -3,6 +3,8 @@
 Static camera (``cameras/static.yaml``): 200x200, vertical fov 10°, fixed eye and target. Gripper camera
 (``cameras/gripper.yaml``): 84x84, fov 75°, on the robot's ``gripper_cam`` link looking along its y axis.
 Segmentation is the renderer's body id per pixel (-1: nothing) and link id (-1: the body's base).
+:func:`to_frame` turns a render into the project's :class:`~simpact.core.frame.Frame` (OpenCV intrinsics
+and axes, the camera pose in the robot base frame, ground-truth masks of the blocks) for real2sim.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CameraImage", "CameraSpec", "render"]
+from simpact.core.frame import Frame
+
+__all__ = ["CameraImage", "CameraSpec", "render", "to_frame"]
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,12 @@ class CameraSpec:
 
     @property
     def intrinsics(self) -> np.ndarray:
-        """3x3 pinhole matrix (px): f = height / (2 tan(fov/2)), principal point at the image centre."""
+        """3x3 pinhole matrix (px), OpenCV convention (pixel centres at integer coordinates):
+        f = height / (2 tan(fov/2)), principal point ((W-1)/2, (H-1)/2), the image centre."""
         f = self.height / (2.0 * np.tan(np.deg2rad(self.fov) / 2.0))
-        return np.array([[f, 0.0, self.width / 2.0], [0.0, f, self.height / 2.0], [0.0, 0.0, 1.0]])
+        return np.array(
+            [[f, 0.0, (self.width - 1) / 2.0], [0.0, f, (self.height - 1) / 2.0], [0.0, 0.0, 1.0]]
+        )
 
 
 @dataclass(frozen=True)
@@ -98,3 +105,30 @@ def render(pb: Any, cid: int, spec: CameraSpec, robot_uid: int = -1, cam_link: i
     body = np.where(seg >= 0, seg & ((1 << 24) - 1), -1)
     link = np.where(seg >= 0, (seg >> 24) - 1, -1)
     return CameraImage(rgb, depth, body, link, np.asarray(view).reshape(4, 4).T, spec.intrinsics)
+
+
+#: OpenGL camera axes (x right, y up, z backward) to OpenCV's (x right, y down, z forward).
+_GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])
+
+
+def to_frame(image: CameraImage, masks: dict[int, str], base_position: np.ndarray) -> Frame:
+    """``image`` as a :class:`Frame`: ``masks`` maps body ids to names (others are 0, no object);
+    ``T_base_cam`` is the camera pose in the robot base frame (the base is at ``base_position`` m, not
+    rotated); ``metadata["T_world_cam"]`` is the pose in CALVIN's world frame."""
+    T_world_cam = np.linalg.inv(_GL_TO_CV @ image.view)
+    T_base_cam = T_world_cam.copy()
+    T_base_cam[:3, 3] -= np.asarray(base_position, dtype=float)
+    ids = np.zeros(image.body.shape, dtype=np.int32)
+    names: dict[int, str] = {}
+    for k, (uid, name) in enumerate(sorted(masks.items()), start=1):
+        ids[image.body == uid] = k
+        names[k] = name
+    return Frame(
+        rgb=image.rgb.copy(),
+        depth=image.depth.astype(np.float32),
+        K=image.K,
+        T_base_cam=T_base_cam,
+        masks=ids,
+        mask_names=names,
+        metadata={"T_world_cam": T_world_cam.tolist(), "source": "calvin"},
+    )

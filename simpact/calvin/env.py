@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from simpact.calvin.cameras import CameraImage, CameraSpec, render
+from simpact.calvin.cameras import CameraImage, CameraSpec, render, to_frame
 from simpact.calvin.checks import BlockState, Snapshot
 from simpact.calvin.data import calvin_data_dir, scene_config
 from simpact.calvin.robot import Panda, RobotConfig
 from simpact.calvin.table import DOORS, PlayTable
 from simpact.core.errors import SimpactError
+from simpact.core.frame import Frame
 
 __all__ = ["BACKEND", "CalvinEnv", "import_pybullet"]
 
@@ -118,6 +119,11 @@ class CalvinEnv:
         if name not in self.cameras:
             raise SimpactError(f"no CALVIN camera {name!r}; choose from {sorted(self.cameras)}")
         return render(self.pb, self.cid, self.cameras[name], self.robot.uid, self._cam_link)
+
+    def frame(self, name: str = "static") -> Frame:
+        """The camera's RGB-D :class:`Frame` with ground-truth block masks and its pose in the base frame."""
+        blocks = {uid: f"block_{color}" for color, uid in self.table.blocks.items()}
+        return to_frame(self.render(name), blocks, np.asarray(self.robot.config.base_position))
 
     def names(self) -> dict[int, str]:
         """Body id → name, to read segmentation masks (``robot``, ``table``, ``block_red`` ..., ``floor``)."""
