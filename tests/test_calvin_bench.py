@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import imageio.v3 as iio
 import numpy as np
 import pytest
 
@@ -81,3 +82,14 @@ def test_a_killed_run_resumes_without_losing_or_repeating_a_chain(tmp_path):
     assert set(result["wall_s_per_chain"]) == {"10", "11", "12"}
     with pytest.raises(SimpactError, match="mode"):
         run_calvin(tmp_path, 0, 1, mode="oracle")
+
+
+def test_video_films_the_static_camera_of_each_chain(tmp_path):
+    def four_steps(env, task, instruction):
+        for _ in range(4):
+            env.step(np.r_[env.robot_obs()[:6], 1.0])
+
+    result = run_calvin(tmp_path, 5, 1, policy=four_steps, video=True)
+    record = json.loads((tmp_path / "runs.jsonl").read_text())
+    frames = iio.imread(record["video"])
+    assert result["chains"] == 1 and frames.shape[0] == 2 and frames.shape[1:3] == (200, 200)

@@ -15,16 +15,33 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from simpact.bench.episodes import EpisodeLog, duration, settings_id
-from simpact.calvin.data import EP_LEN, load_chains
+from simpact.calvin.data import EP_LEN, Chain, load_chains
 from simpact.calvin.evaluate import PUBLISHED, Policy, evaluate_chain, scripted_policy, summarise
 from simpact.calvin.official import make_env
 from simpact.core.errors import SimpactError
+from solvers.mujoco.render import VideoWriter
 
 __all__ = ["MODES", "CalvinProgress", "format_table", "run_calvin"]
 
 #: Modes of ``bench calvin`` and their policies.
 MODES: dict[str, Policy] = {"scripted": scripted_policy}
 _KEY = "calvin"
+#: Videos film every second control step: 15 frames per second of simulated time.
+_VIDEO_EVERY = 2
+
+
+def _filmed(env: Any, chain: Chain, act: Policy, path: Path) -> dict[str, Any]:
+    """``evaluate_chain`` with the static camera filmed to ``path`` (mp4, 15 fps)."""
+    steps = [0]
+    with VideoWriter(path, fps=30.0 / _VIDEO_EVERY) as video:
+
+        def film() -> None:
+            steps[0] += 1
+            if steps[0] % _VIDEO_EVERY == 0:
+                video.append(env.render("static").rgb)
+
+        record = evaluate_chain(env, chain, act, on_step=film)
+    return {**record, "video": str(path)}
 
 
 class CalvinProgress:
@@ -75,8 +92,10 @@ def run_calvin(
     backend: str = "rebuild",
     progress: CalvinProgress | None = None,
     policy: Policy | None = None,
+    video: bool = False,
 ) -> dict[str, Any]:
-    """Evaluate chains ``start .. start+count-1``; finished chains are logged and skipped on a rerun."""
+    """Evaluate chains ``start .. start+count-1``; finished chains are logged and skipped on a rerun.
+    With ``video``, each chain's static-camera film goes to ``out/videos/chain_NNNN.mp4``."""
     if mode not in MODES:
         raise SimpactError(f"unknown CALVIN mode {mode!r}; choose from {', '.join(MODES)}")
     chains = load_chains(start, count)
@@ -96,8 +115,9 @@ def run_calvin(
         on_record: Callable[[dict[str, Any]], None] | None = progress.record if progress else None
         for chain in chains:
             if (_KEY, chain.index) in todo:
-                record = {"task": _KEY, "seed": chain.index, "mode": mode, **evaluate_chain(env, chain, act)}
-                log.append([record], on_record)
+                path = out / "videos" / f"chain_{chain.index:04d}.mp4"
+                done = _filmed(env, chain, act, path) if video else evaluate_chain(env, chain, act)
+                log.append([{"task": _KEY, "seed": chain.index, "mode": mode, **done}], on_record)
     finally:
         env.close()
         if progress is not None:

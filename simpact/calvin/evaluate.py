@@ -52,8 +52,8 @@ class _Stop(Exception):
 class Judged:
     """The environment as a policy sees it: each ``step`` counts against the budget and is judged."""
 
-    def __init__(self, env: _Env, task: str, budget: int) -> None:
-        self._env, self.task, self.budget = env, task, budget
+    def __init__(self, env: _Env, task: str, budget: int, on_step: Callable[[], None] | None = None) -> None:
+        self._env, self.task, self.budget, self._on_step = env, task, budget, on_step
         self.start = env.snapshot()
         self.steps = 0
         self.success = False
@@ -66,6 +66,8 @@ class Judged:
             raise _Stop
         self._env.step(action, relative)
         self.steps += 1
+        if self._on_step is not None:
+            self._on_step()
         if check(self.task, self.start, self._env.snapshot()):
             self.success = True
             raise _Stop
@@ -76,8 +78,10 @@ class Judged:
         raise SimpactError("a policy acts through step(); settle() would pass time outside the budget")
 
 
-def _attempt(env: _Env, policy: Policy, task: str, budget: int) -> dict[str, Any]:
-    judged = Judged(env, task, budget)
+def _attempt(
+    env: _Env, policy: Policy, task: str, budget: int, on_step: Callable[[], None] | None
+) -> dict[str, Any]:
+    judged = Judged(env, task, budget, on_step)
     t0 = time.perf_counter()
     error = None
     try:
@@ -93,13 +97,16 @@ def _attempt(env: _Env, policy: Policy, task: str, budget: int) -> dict[str, Any
     return record
 
 
-def evaluate_chain(env: _Env, chain: Chain, policy: Policy, ep_len: int = EP_LEN) -> dict[str, Any]:
-    """Run one chain: reset once, then its subtasks until the first failure. ``completed`` is 0..5."""
+def evaluate_chain(
+    env: _Env, chain: Chain, policy: Policy, ep_len: int = EP_LEN, on_step: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Run one chain: reset once, then its subtasks until the first failure. ``completed`` is 0..5.
+    ``on_step`` runs after every control step (e.g. to film it)."""
     t0 = time.perf_counter()
     env.reset(chain.robot_obs, chain.scene_obs)
     subtasks = []
     for task in chain.sequence:
-        subtasks.append(_attempt(env, policy, task, ep_len))
+        subtasks.append(_attempt(env, policy, task, ep_len, on_step))
         if not subtasks[-1]["success"]:
             break
     completed = sum(1 for s in subtasks if s["success"])

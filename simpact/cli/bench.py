@@ -268,13 +268,16 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
     if not 0 <= args.start < 1000:
         raise UsageError(f"--start must be a chain index 0..999, got {args.start}")
     out = reusable_out(args.out)
-    settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend}
+    settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend,
+                "video": args.video}  # fmt: skip
     try:
         result = _recorded(
             out,
             "bench calvin",
             settings,
-            lambda: run_calvin(out, args.start, args.chains, args.mode, args.backend, CalvinProgress()),
+            lambda: run_calvin(
+                out, args.start, args.chains, args.mode, args.backend, CalvinProgress(), video=args.video
+            ),
         )
     except BenchError as exc:
         raise UsageError(str(exc)) from None
@@ -303,6 +306,7 @@ def _add_calvin(bench: Any) -> None:
         default="rebuild",
         help="official calvin_env or the PyBullet rebuild (auto: official when importable)",
     )
+    p.add_argument("--video", action="store_true", help="film each chain's static camera (DIR/videos/)")
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_calvin)
 
