@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.spatial import ConvexHull, QhullError
 
 __all__ = ["colour_edges", "concave_creases", "regrow", "surface_normals", "table_extent_share"]
 
@@ -124,7 +125,6 @@ def regrow(labels_img: np.ndarray, free: np.ndarray, iterations: int = 4) -> np.
 def table_extent_share(points_world: np.ndarray, table_world: np.ndarray, margin_m: float = 0.02) -> float:
     """Share of ``points_world`` (N, 3) whose top view lies within ``margin_m`` (m) of the convex hull of the
     table's inlier points ``table_world`` (M, 3); 1 when the hull cannot be formed."""
-    from scipy.spatial import ConvexHull, QhullError
 
     if len(points_world) == 0:
         return 0.0

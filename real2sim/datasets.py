@@ -8,6 +8,7 @@ from these formats carry no ``T_base_cam``: real2sim then defines the world fram
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Callable
@@ -209,7 +210,6 @@ def read_cleargrasp_frame(rgb_path: str | os.PathLike[str]) -> Frame:
 def read_uois_frame(npy_path: str | os.PathLike[str]) -> Frame:
     """A UOIS example frame: a pickled dict with ``rgb`` (uint8) and ``depth`` (uint16, mm), and the folder's
     ``camera_params.json`` (``fx``, ``fy``, ``x_offset``, ``y_offset``)."""
-    import json
 
     path = Path(npy_path)
     data = _load_graspnet(path)

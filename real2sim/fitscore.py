@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.rotations import quat_to_matrix
+
 __all__ = [
     "GOOD",
     "OCCLUSION_M",
@@ -179,7 +181,6 @@ def score_geometries(
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """:func:`fit_scores` of posed :class:`~real2sim.types.ObjectGeometry` objects (name → geometry; their
     meshes in the object frame) against the masks by object name."""
-    from simpact.core.rotations import quat_to_matrix
 
     names = list(geometries)
     meshes = []

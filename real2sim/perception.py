@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import trimesh
 
 from real2sim.pose import estimate_pose
 from real2sim.refine import refine_box, refine_cylinder
@@ -181,7 +182,6 @@ def _refine_boxes(
     unlabelled: Sequence[np.ndarray],
 ) -> list[ObjectGeometry]:
     """Each upright box moved and resized to explain the depth around its mask (:func:`refine_box`)."""
-    import trimesh
 
     out = list(objects)
     for i, (seg, g) in enumerate(zip(segments, objects)):

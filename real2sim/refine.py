@@ -24,6 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.optimize import minimize
+
+from simpact.core.rotations import quat_to_matrix
 
 __all__ = ["CAP_M", "FREE_M", "box_depth", "cylinder_depth", "pixel_cost", "refine_box", "refine_cylinder"]
 
@@ -115,7 +118,6 @@ def _minimise(
 ) -> tuple[np.ndarray, float, float] | None:
     """Nelder-Mead over ``x0 + z * scale``; sizes (``x0[sizes]``) stay positive and within
     :data:`MAX_CHANGE`. Returns (best parameters, cost before, cost after), or None if nothing improved."""
-    from scipy.optimize import minimize
 
     def f(z: np.ndarray) -> float:
         p = x0 + z * scale
@@ -142,7 +144,6 @@ def _minimise(
 
 
 def _yaw_if_upright(geometry: Any) -> float | None:
-    from simpact.core.rotations import quat_to_matrix
 
     R = quat_to_matrix(geometry.quaternion)
     return float(np.arctan2(R[1, 0], R[0, 0])) if abs(R[2, 2]) >= 0.999 else None

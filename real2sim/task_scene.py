@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +38,13 @@ def task_scene_from_frame(
         result = run_real2sim(frame, task=task, vlm=vlm, out=out)
     except SimpactError as exc:
         raise Real2SimError(f"--frame {frame_path}: {exc}") from None
+    for name, score in result.fit.get("objects", {}).items():
+        if score.get("verdict") == "poor":  # passed on: the plan is made on a scene that may be wrong here
+            print(
+                f"simpact plan: warning: real2sim fit of '{name}' is poor (IoU {score.get('iou', 0.0):.2f}); "
+                f"see {Path(out) / 'overlay.png'}",
+                file=sys.stderr,
+            )
     nominal = task.nominal_scene
     found = {o.name: o for o in result.scene.objects}
     missing = [o.name for o in nominal.objects if o.collides and not o.fixed and o.name not in found]

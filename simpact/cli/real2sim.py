@@ -71,16 +71,23 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
     settle = "not run" if result.settle is None else ("clean" if result.settle.clean else "NOT clean")
     for warning in result.warnings:
         print(f"simpact real2sim: warning: {warning}")
+    fit = result.fit.get("objects", {})
+    verdicts = ", ".join(f"{n} {s['verdict']} (IoU {s['iou']:.2f})" for n, s in fit.items())
     print(
         f"real2sim {args.frame}: {len(result.objects)} objects [{found}], settle {settle}, "
         f"{result.timings_s['total']:.1f} s -> {out / 'scene.json'}"
     )
+    if fit:
+        print(f"fit against the photo's depth: {verdicts} (see {out / 'overlay.png'})")
 
 
 def add_parsers(verbs: Any) -> None:
     """Register ``real2sim`` (sets ``func``)."""
     p = verbs.add_parser("real2sim", help="build a simulation scene from one RGB-D frame")
-    p.add_argument("frame", help="frame bundle directory, PoseCNN NNNNNN-color.png or 6-DoF GraspNet .npy")
+    p.add_argument(
+        "frame",
+        help="frame bundle, PoseCNN NNNNNN-color.png, ClearGrasp *-rgb-img.jpg, UOIS or GraspNet .npy",
+    )
     p.add_argument("--labels", help='objects to look for, comma-separated ("green bowl, white bowl")')
     p.add_argument("--instruction", help="the task in words; a VLM reads the objects to look for from it")
     p.add_argument("--task", help="take the labels (and instruction) from a task config")
@@ -91,7 +98,7 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--spacing", type=float, default=0.005, help="particle spacing of deformables, m")
     p.add_argument("--kind", action="append", help="force an object's solver: NAME=rigid|pd|mpm (repeatable)")
     p.add_argument("--settle-s", type=float, default=1.0, help="settle run audited by SimuGuard, s (0: skip)")
-    p.add_argument("--no-render", action="store_true", help="skip scene_vs_photo.png (needs OpenGL)")
+    p.add_argument("--no-render", action="store_true", help="skip scene_vs_photo.png and overlay.png")
     p.add_argument("--out", required=True, help="output directory (refused if it holds an earlier run)")
     p.add_argument("--overwrite", action="store_true", help="clear an --out that holds an earlier run")
     p.set_defaults(func=cmd_real2sim)
