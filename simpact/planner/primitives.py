@@ -283,13 +283,17 @@ def safe_height(boxes: Mapping[str, Box]) -> float:
 
 def push_builder(name: str, goal: np.ndarray) -> Builder:
     def build(ctx: Context, v: np.ndarray) -> _Path:
-        aim_x, aim_y, height, lateral, overshoot, width, side = v
+        aim_x, aim_y, height, lateral, overshoot, width, side, route = v
         box = ctx.boxes[name]
         aim = goal[:2] + np.array([aim_x, aim_y])
         path = _Path(ctx.tcp)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         c = box.centre[:2]
         via = _detour(ctx, box, aim, side)
+        if via is None and abs(route) >= 0.5:  # an L-shaped route: along x then y, or y then x
+            via = np.array([aim[0], c[1]]) if route > 0 else np.array([c[0], aim[1]])
+            if float(np.linalg.norm(via - c)) < 0.01 or float(np.linalg.norm(aim - via)) < 0.01:
+                via = None
         if via is not None:
             _push_leg(path, ctx, box, c, via, height, lateral, 0.0, width)
             c = via

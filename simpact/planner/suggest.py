@@ -112,15 +112,15 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box]) -> list[Primi
     if h.onto is not None and h.onto in boxes and _graspable(box):
         out.append(_pick_primitive(name, None, h.onto))
     if point is not None and h.kind in ("place", "upright"):
-        reach = 0.12
+        reach = 0.05
         out.append(
             Primitive(
                 "push",
                 name,
                 f"({point[0]:.3f}, {point[1]:.3f})",
-                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side"),
-                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0),
-                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0),
+                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side", "route"),
+                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0, -1.0),
+                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0, 1.0),
                 push_builder(name, point),
             )
         )

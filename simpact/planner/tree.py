@@ -9,7 +9,9 @@ the node's own end snapshot (``World.rollouts(plans, snapshot=...)``): a branch 
 its parent ended in, not from a replay (state-locked branching, as in RoboAware). A sample is scored by the
 task's :meth:`~simpact.tasks.Task.evaluate` on the whole history (the parent's trace up to its last action,
 then the sample's rollout with the task's hold), and the best sample of each primitive becomes a child.
-Nodes are expanded best score first, to ``max_depth`` primitives.
+The search is lazy best-first: every (node, primitive) pair waits with its node's score as priority (the
+root's score is the goal's score of doing nothing), so a child that improves on its parent is explored
+before its siblings; plans have at most ``max_depth`` primitives.
 
 A child whose history the task judges a success is rolled out again as one plan from the initial snapshot
 (every primitive's actions in order, as ``simpact rollout`` would run it), checked, and audited by
@@ -23,6 +25,7 @@ deterministic for a seed while under ``max_rollouts``; a run stopped by the wall
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +58,8 @@ MAX_ROLLOUTS = 600
 """Rollouts a search may simulate (the deterministic budget)."""
 BUDGET_S = 170.0
 """Wall-clock cap of one search, s."""
+STALL = 0.005
+"""A primitive's CEM stops after two populations unless its best beats its start node's score by this."""
 
 
 @dataclass
@@ -80,6 +85,8 @@ class Node:
     snapshot: Any = None
     verified: str | None = None
     children: list[int] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    """The task's evaluation details of the whole history (per-predicate verdicts of a goal)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -213,6 +220,8 @@ class _Search:
         self.proposals: list[Proposal] = []
         self.repaired: list[int] = []
         self.done = False
+        self._seq = 0
+        self._contexts: dict[int, list[tuple[Primitive, Context]]] = {}
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -222,30 +231,16 @@ class _Search:
         return self.rollouts + more > self.max_rollouts or time.perf_counter() - self.t0 > self.budget_s
 
     def run(self) -> None:
-        frontier = [0]
-        while frontier and not self.done and not self.out_of_budget(1):
-            frontier.sort(key=lambda i: (-self.nodes[i].score, i))
-            node = self.nodes[frontier.pop(0)]
-            if node.depth >= self.max_depth:
-                continue
-            self.expand(node)
-            frontier += node.children
-
-    def state_at(self, node: Node) -> WorldState:
-        return self.world.state() if node.own is None else node.own.states[-1]
-
-    def expand(self, node: Node) -> None:
-        if node.snapshot is None:
-            assert node.own is not None
-            node.snapshot, _ = end_snapshot(
-                self.world, self.nodes[node.parent or 0].snapshot, node.own, self.task.tail_s
-            )
-        boxes = geometry(self.scene, self.state_at(node))
-        start = self.world.start_pose(node.snapshot)
-        ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
-        for prim in primitives_for(self.hints, boxes, node.depth):
-            if self.done or self.out_of_budget(1):
-                return
+        """Lazy best-first: every (node, primitive) pair waits with its node's score as priority; the best
+        is optimised next, so a child that improves on its parent is explored before its siblings."""
+        root = self.nodes[0]
+        root.score, root.details = self.root_score()
+        queue: list[tuple[float, int, int, int]] = []
+        self.open(root, queue)
+        while queue and not self.done and not self.out_of_budget(1):
+            _, _, nid, k = heapq.heappop(queue)
+            node = self.nodes[nid]
+            prim, ctx = self.pending(node)[k]
             child = self.optimise(node, prim, ctx)
             if child is None:
                 continue
@@ -257,6 +252,43 @@ class _Search:
             )
             if child.success:
                 self.verify(child)
+            self.open(child, queue)
+
+    def root_score(self) -> tuple[float, dict[str, Any]]:
+        """The goal's score and details of doing nothing (one rollout of a zero lift)."""
+        plan = Plan.from_actions([{"type": "LIFT", "dz": 0.0}], start_pose=self.start.to_dict())
+        rollout = self.world.rollouts([plan], tail_s=self.task.tail_s)[0]
+        self.rollouts += 1
+        ev = self.task.evaluate(rollout, self.scene, self.seed)
+        return float(ev.score), dict(ev.details)
+
+    def open(self, node: Node, queue: list[tuple[float, int, int, int]]) -> None:
+        """Queue ``node``'s primitives (none at the deepest level)."""
+        if node.depth >= self.max_depth:
+            return
+        boxes = geometry(self.scene, self.state_at(node))
+        done = satisfied(node.details)
+        for k, prim in enumerate(primitives_for(self.hints, boxes, node.depth)):
+            self._seq += 1
+            later = 1.0 if prim.subject in done else 0.0  # its object's goal already holds: try it last
+            heapq.heappush(queue, (later - node.score, self._seq, node.id, k))
+
+    def pending(self, node: Node) -> list[tuple[Primitive, Context]]:
+        """``node``'s primitives with the context they are built in (its end snapshot made on first use)."""
+        if node.id not in self._contexts:
+            if node.snapshot is None:
+                assert node.own is not None
+                node.snapshot, _ = end_snapshot(
+                    self.world, self.nodes[node.parent or 0].snapshot, node.own, self.task.tail_s
+                )
+            boxes = geometry(self.scene, self.state_at(node))
+            start = self.world.start_pose(node.snapshot)
+            ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
+            self._contexts[node.id] = [(p, ctx) for p in primitives_for(self.hints, boxes, node.depth)]
+        return self._contexts[node.id]
+
+    def state_at(self, node: Node) -> WorldState:
+        return self.world.state() if node.own is None else node.own.states[-1]
 
     def _plans(
         self, prim: Primitive, ctx: Context, xs: np.ndarray, start: dict[str, Any]
@@ -271,7 +303,7 @@ class _Search:
 
     def optimise(self, node: Node, prim: Primitive, ctx: Context) -> Node | None:
         """CEM over ``prim``'s parameters from ``node``'s snapshot; the best sample as a child node."""
-        best: tuple[float, bool, np.ndarray, Rollout, Rollout] | None = None
+        best: tuple[float, bool, np.ndarray, Rollout, Rollout, dict[str, Any]] | None = None
         xs_all: list[np.ndarray] = []
         scores: list[float] = []
         mean = std = None
@@ -299,15 +331,17 @@ class _Search:
                     ev = self.task.evaluate(combined, self.scene, self.seed)
                     score, success = float(ev.score), bool(ev.success)
                     if best is None or (success, score) > (best[1], best[0]):
-                        best = (score, success, x, own, combined)
+                        best = (score, success, x, own, combined, ev.details)
                 xs_all.append(x)
                 scores.append(score)
             if best is not None and best[1]:
                 break
+            if it >= 1 and (best is None or best[0] <= node.score + STALL):
+                break  # two populations and no better than where it started: this primitive does not help
             mean, std = refit(np.array(xs_all), np.array(scores), n, mean, std)
         if best is None:
             return None
-        score, success, x, own, combined = best
+        score, success, x, own, combined, details = best
         child = Node(
             len(self.nodes),
             node.id,
@@ -322,6 +356,7 @@ class _Search:
             combined,
             own,
         )
+        child.details = dict(details)
         child.cut = (node.cut + 1 if node.rollout is not None else 0) + _last_action_row(
             own, self.world, self.task.tail_s
         )
@@ -366,6 +401,17 @@ class _Search:
         )
         self.done = self.done or trusted
         return proposal
+
+
+def satisfied(details: dict[str, Any]) -> set[str]:
+    """Objects whose every goal predicate holds, read from a goal's evaluation details
+    (``PREDICATE:OBJECT.ok`` entries); empty for a Python check's details."""
+    verdicts: dict[str, list[bool]] = {}
+    for key, value in details.items():
+        head, _, tail = key.partition(":")
+        if tail.endswith(".ok") and head and "*" not in tail:
+            verdicts.setdefault(tail[: -len(".ok")], []).append(bool(value))
+    return {name for name, oks in verdicts.items() if all(oks)}
 
 
 def _last_action_row(own: Rollout, world: World, tail_s: float) -> int:
