@@ -16,9 +16,11 @@ from simpact.bench.calvin import MODES as CALVIN_MODES
 from simpact.bench.calvin import CalvinProgress, run_calvin
 from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
+from simpact.bench.mpm import run_mpm_bench
 from simpact.bench.perf import run_perf
 from simpact.bench.real2sim import format_table as real2sim_table
 from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.rope import run_rope_bench
 from simpact.bench.sim2real import Sim2RealProgress, run_sim2real
 from simpact.bench.sim2real import format_table as sim2real_table
 from simpact.bench.tasks import format_table as tasks_table
@@ -184,6 +186,46 @@ def cmd_bench(args: argparse.Namespace) -> None:
     )
 
 
+def cmd_bench_rope(args: argparse.Namespace) -> None:
+    positive_int(args.repeats, "--repeats")
+    folder = reusable_out(args.out)
+    with RunRecord.start(folder, "bench rope", {"repeats": args.repeats}) as record:
+
+        def progress(name: str, section: dict[str, Any]) -> None:
+            record.update(**{name: section})
+            print(f"  {name}: done", flush=True)
+
+        result = run_rope_bench(args.repeats, progress)
+        record.finish("done")
+    cable, realtime = result["rope_vs_mujoco_cable"], result["realtime"]
+    print(
+        f"bench rope: rope_vs_mujoco_cable {cable['rope_vs_mujoco_cable']['median']:.2f}, "
+        f"rope_realtime_factor {realtime['rope_realtime_factor']['median']:.1f}, batched "
+        f"{result['batched']['batched_rope_seconds_per_s']['median']:.0f} rope-s/s "
+        f"-> {folder / 'result.json'}"
+    )
+
+
+def cmd_bench_mpm(args: argparse.Namespace) -> None:
+    positive_int(args.steps, "--steps")
+    folder = reusable_out(args.out)
+    with RunRecord.start(folder, "bench mpm", {"steps": args.steps}) as record:
+
+        def progress(name: str, section: dict[str, Any]) -> None:
+            record.update(**{name: section})
+            print(f"  {name}: done", flush=True)
+
+        result = run_mpm_bench(args.steps, progress=progress)
+        record.finish("done")
+    ratio = result["mpm_vs_taichi"]["ratio"]
+    squeeze = result["dough_squeeze_wall_s"]["wall_s"]
+    print(
+        f"bench mpm: mpm_vs_taichi {'n/a (no taichi)' if ratio is None else f'{ratio:.2f}'}, converged dx "
+        f"{result['mpm_convergence']['converged_dx_m']}, dough squeeze 1 s in "
+        f"{'n/a' if squeeze is None else f'{squeeze:.1f} s'} -> {folder / 'result.json'}"
+    )
+
+
 def cmd_bench_real2sim(args: argparse.Namespace) -> None:
     try:
         seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
@@ -320,6 +362,20 @@ def _add_perf(bench: Any) -> None:
     p.set_defaults(func=cmd_bench)
 
 
+def _add_rope(bench: Any) -> None:
+    p = bench.add_parser("rope", help="PD rope: linear solves, vs MuJoCo's rope, batched, real-time factor")
+    p.add_argument("--repeats", type=int, default=3, help="runs per figure (median reported)")
+    p.add_argument("--out", required=True, help="output directory (result.json)")
+    p.set_defaults(func=cmd_bench_rope)
+
+
+def _add_mpm(bench: Any) -> None:
+    p = bench.add_parser("mpm", help="MPM: Warp vs Taichi, grid convergence, dough squeeze time")
+    p.add_argument("--steps", type=int, default=100, help="substeps timed per engine (default 100)")
+    p.add_argument("--out", required=True, help="output directory (result.json)")
+    p.set_defaults(func=cmd_bench_mpm)
+
+
 def _add_tasks(bench: Any) -> None:
     p = bench.add_parser("tasks", help="success of a planner on every task over seeds (resumable, parallel)")
     p.add_argument("tasks", nargs="*", help="task names (default: all)")
@@ -400,5 +456,14 @@ def _add_sim2real(bench: Any) -> None:
 def add_parsers(verbs: Any) -> None:
     """Register ``bench`` and its sub-verbs."""
     bench = verbs.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
-    for add in (_add_perf, _add_tasks, _add_audit, _add_real2sim, _add_sim2real, _add_calvin):
+    for add in (
+        _add_perf,
+        _add_rope,
+        _add_mpm,
+        _add_tasks,
+        _add_audit,
+        _add_real2sim,
+        _add_sim2real,
+        _add_calvin,
+    ):
         add(bench)

@@ -1,0 +1,230 @@
+"""``simpact bench rope``: the projective-dynamics rope's throughput and accuracy, side by side in one run.
+
+- ``linear_solves``: one global-step solve of a 101-particle rope (3 right-hand sides per rope; 1 and 64
+  ropes) by the explicit inverse the solver uses (a batched matmul), a prefactored dense Cholesky
+  (``torch.cholesky_solve``), a banded Cholesky (``scipy.linalg.cho_solve_banded``) and scipy's sparse LU
+  (``scipy.sparse.linalg.factorized``), microseconds per solve (median of ``repeats``).
+- ``rope_vs_mujoco_cable``: a 1 m, 100-segment rope hung from both ends (0.8 m apart, started as a V), 5 s
+  at dt 0.01: simulated seconds per wall second of the PD rope and of MuJoCo's own (``flexcomp dim="1"``
+  with elasticity, edge equalities and the discrete integrator), their ratio, each rope's length and the
+  largest distance between the two at the end (m). MuJoCo's rope is only a fair reference when its length
+  stays near 1 m: the result reports it.
+- ``batched_rope_seconds_per_s``: 64 such ropes stepped as one batch for 1 s (swinging, not at rest),
+  rope-seconds per wall second, next to one rope alone.
+- ``rope_realtime_factor``: the ``shape_rope`` reference rollout through ``make_world`` (the composite
+  World: MuJoCo robot plus the rope), simulated seconds per wall second, next to its MuJoCo part alone.
+
+Each figure is a median over ``repeats`` runs with its range. What it does not show: a quiet machine (the
+timings are taken as they come on a shared one), ropes in contact with many boxes, the planner's batches.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from simpact.tasks import load_task
+from solvers.composite import CompositeWorld
+from solvers.world import make_world
+
+__all__ = ["run_rope_bench"]
+
+SEGMENTS = 100
+LENGTH = 1.0
+SPAN = 0.8
+DT = 0.01
+
+
+def _median(samples: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
+
+
+def _hung_points() -> np.ndarray:
+    s = np.linspace(0.0, 1.0, SEGMENTS + 1)
+    sag = np.sqrt((LENGTH / 2) ** 2 - (SPAN / 2) ** 2)
+    return np.stack([-SPAN / 2 + SPAN * s, np.zeros_like(s), 1.0 - sag * (1 - np.abs(2 * s - 1))], axis=1)
+
+
+def _pd_rope(batch: int = 1) -> Any:
+    from solvers.pd.rope import RopeParams, RopeSolver
+
+    params = RopeParams(
+        length=LENGTH, radius=0.005, mass=0.1, segments=SEGMENTS, stretch_stiffness=200.0, damping=1.0
+    )
+    rope = RopeSolver("rope", params, _hung_points(), pinned=(0, SEGMENTS))
+    return rope if batch == 1 else rope.replicate(batch)
+
+
+def _mujoco_rope_xml() -> str:
+    point = " ".join(f"{v:.6f}" for v in _hung_points().ravel())
+    element = " ".join(f"{i} {i + 1}" for i in range(SEGMENTS))
+    return f"""<mujoco><option timestep="{DT}" integrator="discrete"/>
+<worldbody><flexcomp name="rope" type="direct" dim="1" radius="0.005" mass="0.1" point="{point}"
+ element="{element}"><elasticity young="1e6" damping="0.001"/><edge equality="true"/>
+<contact selfcollide="none" conaffinity="0" contype="0"/><pin id="0 {SEGMENTS}"/></flexcomp></worldbody>
+</mujoco>"""
+
+
+def _mujoco_rope(seconds: float) -> tuple[float, np.ndarray]:
+    """Wall time (s) of ``seconds`` of MuJoCo's rope, and its vertices at the end."""
+    import mujoco
+
+    model = mujoco.MjModel.from_xml_string(_mujoco_rope_xml())
+    data = mujoco.MjData(model)
+    t0 = time.perf_counter()
+    mujoco.mj_step(model, data, round(seconds / DT))
+    return time.perf_counter() - t0, data.flexvert_xpos.copy()
+
+
+def _pd_run(seconds: float, batch: int = 1) -> tuple[float, np.ndarray]:
+    rope = _pd_rope(batch)
+    t0 = time.perf_counter()
+    for _ in range(round(seconds / DT)):
+        rope.step(DT)
+    return time.perf_counter() - t0, rope.positions()
+
+
+def _timed_us(fn: Callable[[], object], calls: int, repeats: int) -> dict[str, float]:
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - t0) / calls * 1e6)
+    return _median(samples)
+
+
+def linear_solves(repeats: int) -> dict[str, Any]:
+    """Microseconds per global-step solve, by method and batch size."""
+    import scipy.linalg
+    import scipy.sparse
+    import scipy.sparse.linalg
+    import torch
+
+    rope = _pd_rope()
+    matrix = rope._matrix(DT)  # the solver's own global matrix
+    n = len(matrix)
+    inverse = torch.from_numpy(np.linalg.inv(matrix))
+    factor = torch.linalg.cholesky(torch.from_numpy(matrix))
+    banded = scipy.linalg.cholesky_banded(
+        np.array([np.r_[np.zeros(k), np.diag(matrix, k)] for k in (2, 1, 0)])
+    )
+    lu = scipy.sparse.linalg.factorized(scipy.sparse.csc_matrix(matrix))
+    out: dict[str, Any] = {"unknowns_per_coordinate": n}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for batch in (1, 64):
+            rhs = torch.rand(batch, n, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+            flat = rhs.transpose(0, 1).reshape(n, 3 * batch).numpy().copy()
+            solvers: dict[str, tuple[Callable[[], object], int]] = {
+                "explicit_inverse_bmm": (partial(torch.bmm, inverse.expand(batch, -1, -1), rhs), 200),
+                "torch_cholesky_solve": (partial(torch.cholesky_solve, rhs, factor), 200),
+                "scipy_cho_solve_banded": (
+                    partial(scipy.linalg.cho_solve_banded, (banded, False), flat),
+                    200,
+                ),
+                "scipy_factorized_lu": (partial(_columns, lu, flat), 20),
+            }
+            out[f"batch_{batch}"] = {k: _timed_us(fn, calls, repeats) for k, (fn, calls) in solvers.items()}
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def _columns(solve: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray) -> list[np.ndarray]:
+    """A sparse LU's solve applied to each column of ``rhs`` (it takes one vector at a time)."""
+    return [solve(rhs[:, j]) for j in range(rhs.shape[1])]
+
+
+def rope_vs_mujoco(repeats: int) -> dict[str, Any]:
+    seconds = 5.0
+    pd, mj = [], []
+    pd_end = mj_end = np.zeros((SEGMENTS + 1, 3))
+    for i in range(repeats):
+        order = (0, 1) if i % 2 == 0 else (1, 0)
+        for which in order:
+            if which == 0:
+                wall, ends = _pd_run(seconds)
+                pd.append(seconds / wall)
+                pd_end = ends[0]
+            else:
+                wall, mj_end = _mujoco_rope(seconds)
+                mj.append(seconds / wall)
+    ratio = [a / b for a, b in zip(pd, mj)]
+    return {
+        "pd_sim_s_per_wall_s": _median(pd),
+        "mujoco_sim_s_per_wall_s": _median(mj),
+        "rope_vs_mujoco_cable": _median(ratio),
+        "pd_length_m": float(np.linalg.norm(np.diff(pd_end, axis=0), axis=1).sum()),
+        "mujoco_length_m": float(np.linalg.norm(np.diff(mj_end, axis=0), axis=1).sum()),
+        "max_distance_m": float(np.linalg.norm(pd_end - mj_end, axis=1).max()),
+        "target_ratio": 1.2,
+        "target_distance_m": 0.005,
+    }
+
+
+def batched(repeats: int, batch: int = 64) -> dict[str, Any]:
+    seconds = 1.0
+    many, one = [], []
+    for _ in range(repeats):
+        wall, _ = _pd_run(seconds, batch)
+        many.append(batch * seconds / wall)
+        wall, _ = _pd_run(seconds, 1)
+        one.append(seconds / wall)
+    return {
+        "batch": batch,
+        "batched_rope_seconds_per_s": _median(many),
+        "single_rope_seconds_per_s": _median(one),
+        "target": 400.0,
+    }
+
+
+def realtime(repeats: int) -> dict[str, Any]:
+    task = load_task("shape_rope")
+    scene = task.scene(0)
+    world = make_world(scene)
+    assert isinstance(world, CompositeWorld)
+    plan = task.reference_plan(scene, world.start_pose(), 0)
+    rigid = world.rigid  # its MuJoCo part
+    composite, mujoco_only, simulated = [], [], 0.0
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        rollout = world.rollout(plan, tail_s=task.tail_s)
+        wall = time.perf_counter() - t0
+        assert rollout.trace is not None
+        simulated = float(rollout.trace.time[-1] - rollout.initial.time)
+        composite.append(simulated / wall)
+        t0 = time.perf_counter()
+        rigid.rollout(plan, tail_s=task.tail_s)
+        mujoco_only.append(simulated / (time.perf_counter() - t0))
+    return {
+        "task": "shape_rope",
+        "simulated_s": simulated,
+        "rope_realtime_factor": _median(composite),
+        "mujoco_part_realtime_factor": _median(mujoco_only),
+        "success": bool(task.evaluate(rollout, scene, 0).success),
+        "target": 20.0,
+    }
+
+
+def run_rope_bench(
+    repeats: int = 3, progress: Callable[[str, dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Every section above; ``progress(name, section)`` is called as each one finishes."""
+    result: dict[str, Any] = {"repeats": repeats, "dt": DT}
+    for name, fn in (
+        ("linear_solves", linear_solves),
+        ("rope_vs_mujoco_cable", rope_vs_mujoco),
+        ("batched", batched),
+        ("realtime", realtime),
+    ):
+        result[name] = fn(repeats)
+        if progress is not None:
+            progress(name, result[name])
+    return result
