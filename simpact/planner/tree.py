@@ -59,7 +59,7 @@ MAX_ROLLOUTS = 600
 BUDGET_S = 170.0
 """Wall-clock cap of one search, s."""
 STALL = 0.005
-"""A primitive's CEM stops after two populations unless its best beats its start node's score by this."""
+"""A primitive's CEM stops after three populations unless its best beats its start node's score by this."""
 
 
 @dataclass
@@ -336,8 +336,8 @@ class _Search:
                 scores.append(score)
             if best is not None and best[1]:
                 break
-            if it >= 1 and (best is None or best[0] <= node.score + STALL):
-                break  # two populations and no better than where it started: this primitive does not help
+            if it >= 2 and (best is None or best[0] <= node.score + STALL):
+                break  # three populations and no better than where it started: this primitive does not help
             mean, std = refit(np.array(xs_all), np.array(scores), n, mean, std)
         if best is None:
             return None
