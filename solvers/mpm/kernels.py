@@ -39,8 +39,44 @@ def _hencky_stress(U: wp.mat33, eps: wp.vec3, mu: float, lam: float) -> wp.mat33
 
 
 @wp.func
-def _kirchhoff(F: wp.mat33, model: int, mu: float, lam: float) -> wp.mat33:
-    """Kirchhoff stress tau = P F^T (Pa) of deformation gradient ``F``."""
+def _return_map(
+    eps: wp.vec3, model: int, mu: float, lam: float, yield_stress: float, alpha: float, relax: float
+) -> wp.vec3:
+    """Principal Hencky strain ``eps`` projected onto the material's yield surface (not for jelly)."""
+    tr = eps[0] + eps[1] + eps[2]
+    dev = eps - wp.vec3(tr / 3.0)
+    norm = wp.length(dev)
+    if model == SAND:
+        if tr >= 0.0:
+            return wp.vec3(0.0)
+        if norm < 1.0e-12:
+            return eps
+        gamma = norm + (3.0 * lam + 2.0 * mu) / (2.0 * mu) * tr * alpha
+        if gamma <= 0.0:
+            return eps
+        return eps - (gamma / norm) * dev
+    gamma = norm - yield_stress / (2.0 * mu)
+    if gamma <= 0.0:
+        return eps
+    if model == FOAM:
+        gamma = gamma * relax
+    return eps - (gamma / norm) * dev
+
+
+@wp.func
+def _elastic_update(
+    F: wp.mat33,
+    model: int,
+    mu: float,
+    lam: float,
+    yield_stress: float,
+    alpha: float,
+    relax: float,
+    tau: wp.array(dtype=wp.mat33),
+    p: int,
+) -> wp.mat33:
+    """The return-mapped ``F`` (identity map for jelly); writes its Kirchhoff stress (Pa) to ``tau[p]``.
+    One SVD serves both."""
     U = wp.mat33()
     sig = wp.vec3()
     V = wp.mat33()
@@ -48,48 +84,14 @@ def _kirchhoff(F: wp.mat33, model: int, mu: float, lam: float) -> wp.mat33:
     if model == JELLY:
         R = U * wp.transpose(V)
         J = sig[0] * sig[1] * sig[2]
-        return 2.0 * mu * (F - R) * wp.transpose(F) + wp.identity(n=3, dtype=float) * (lam * (J - 1.0) * J)
-    eps = wp.vec3(
-        wp.log(wp.max(sig[0], 1.0e-6)), wp.log(wp.max(sig[1], 1.0e-6)), wp.log(wp.max(sig[2], 1.0e-6))
-    )
-    return _hencky_stress(U, eps, mu, lam)
-
-
-@wp.func
-def _project(
-    F: wp.mat33, model: int, mu: float, lam: float, yield_stress: float, alpha: float, relax: float
-) -> wp.mat33:
-    """Return mapping: ``F`` projected onto the material's yield surface (identity for jelly)."""
-    if model == JELLY:
+        tau[p] = 2.0 * mu * (F - R) * wp.transpose(F) + wp.identity(n=3, dtype=float) * (lam * (J - 1.0) * J)
         return F
-    U = wp.mat33()
-    sig = wp.vec3()
-    V = wp.mat33()
-    wp.svd3(F, U, sig, V)
     eps = wp.vec3(
         wp.log(wp.max(sig[0], 1.0e-6)), wp.log(wp.max(sig[1], 1.0e-6)), wp.log(wp.max(sig[2], 1.0e-6))
     )
-    tr = eps[0] + eps[1] + eps[2]
-    dev = eps - wp.vec3(tr / 3.0)
-    norm = wp.length(dev)
-    if model == SAND:
-        if tr >= 0.0:
-            return U * wp.transpose(V)
-        if norm < 1.0e-12:
-            return F
-        gamma = norm + (3.0 * lam + 2.0 * mu) / (2.0 * mu) * tr * alpha
-        if gamma <= 0.0:
-            return F
-        eps = eps - (gamma / norm) * dev
-    else:
-        gamma = norm - yield_stress / (2.0 * mu)
-        if gamma <= 0.0:
-            return F
-        if model == FOAM:
-            gamma = gamma * relax
-        eps = eps - (gamma / norm) * dev
-    s = wp.vec3(wp.exp(eps[0]), wp.exp(eps[1]), wp.exp(eps[2]))
-    return U * wp.diag(s) * wp.transpose(V)
+    eps = _return_map(eps, model, mu, lam, yield_stress, alpha, relax)
+    tau[p] = _hencky_stress(U, eps, mu, lam)
+    return U * wp.diag(wp.vec3(wp.exp(eps[0]), wp.exp(eps[1]), wp.exp(eps[2]))) * wp.transpose(V)
 
 
 @wp.kernel
@@ -104,10 +106,7 @@ def p2g(
     x: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     C: wp.array(dtype=wp.mat33),
-    F: wp.array(dtype=wp.mat33),
-    model: wp.array(dtype=int),
-    mu: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
+    tau: wp.array(dtype=wp.mat33),
     mass: wp.array(dtype=float),
     vol: wp.array(dtype=float),
     origin: wp.vec3,
@@ -116,7 +115,8 @@ def p2g(
     grid_m: wp.array3d(dtype=float),
     grid_mv: wp.array3d(dtype=wp.vec3),
 ):
-    """Particle to grid: APIC momentum plus the MLS stress impulse ``-dt * vol * 4/dx^2 * tau``."""
+    """Particle to grid: APIC momentum plus the MLS stress impulse ``-dt * vol * 4/dx^2 * tau`` (``tau``: the
+    Kirchhoff stress the last grid-to-particle pass stored)."""
     p = wp.tid()
     inv_dx = 1.0 / dx
     xg = (x[p] - origin) * inv_dx
@@ -125,8 +125,7 @@ def p2g(
     wx = _weights(fx, 0)
     wy = _weights(fx, 1)
     wz = _weights(fx, 2)
-    tau = _kirchhoff(F[p], model[p], mu[p], lam[p])
-    affine = (-dt * vol[p] * 4.0 * inv_dx * inv_dx) * tau + mass[p] * C[p]
+    affine = (-dt * vol[p] * 4.0 * inv_dx * inv_dx) * tau[p] + mass[p] * C[p]
     mv = mass[p] * v[p]
     nx = grid_m.shape[0]
     ny = grid_m.shape[1]
@@ -247,8 +246,10 @@ def g2p(
     v: wp.array(dtype=wp.vec3),
     C: wp.array(dtype=wp.mat33),
     F: wp.array(dtype=wp.mat33),
+    tau: wp.array(dtype=wp.mat33),
 ):
-    """Grid to particle: APIC velocity and affine field, advection, ``F <- (I + dt C) F``, return mapping."""
+    """Grid to particle: APIC velocity and affine field, advection, ``F <- (I + dt C) F``, return mapping,
+    and the Kirchhoff stress of the new ``F`` for the next particle-to-grid pass."""
     p = wp.tid()
     inv_dx = 1.0 / dx
     xg = (x[p] - origin) * inv_dx
@@ -281,4 +282,4 @@ def g2p(
     relax = 1.0
     if viscosity[p] > 0.0:
         relax = 1.0 / (1.0 + viscosity[p] / (2.0 * mu[p] * dt))
-    F[p] = _project(Fn, model[p], mu[p], lam[p], yield_stress[p], alpha[p], relax)
+    F[p] = _elastic_update(Fn, model[p], mu[p], lam[p], yield_stress[p], alpha[p], relax, tau, p)

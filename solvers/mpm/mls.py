@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -103,9 +103,10 @@ class MPMSnapshot:
     v: np.ndarray
     C: np.ndarray
     F: np.ndarray
+    tau: np.ndarray
+    """Kirchhoff stress of ``F`` (Pa), kept so a restore needs no recomputation."""
     time: float
     steps: int
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _MIN_HALF_CELLS = 1.0
@@ -168,7 +169,9 @@ class MPMSolver:
     def _dtype(key: str) -> Any:
         import warp as wp
 
-        return {"x": wp.vec3, "v": wp.vec3, "C": wp.mat33, "F": wp.mat33, "model": int}.get(key, float)
+        return {"x": wp.vec3, "v": wp.vec3, "C": wp.mat33, "F": wp.mat33, "tau": wp.mat33, "model": int}.get(
+            key, float
+        )
 
     def _particle_arrays(self, bodies: Sequence[Body]) -> dict[str, Any]:
         cols: dict[str, list[np.ndarray]] = {
@@ -206,6 +209,7 @@ class MPMSolver:
         out["v"] = np.zeros((start, 3), np.float32)
         out["C"] = np.zeros((start, 3, 3), np.float32)
         out["F"] = np.tile(np.eye(3, dtype=np.float32), (start, 1, 1))
+        out["tau"] = np.zeros((start, 3, 3), np.float32)  # the Kirchhoff stress of F = I
         out["slices"] = slices
         return out
 
@@ -229,12 +233,13 @@ class MPMSolver:
             a["v"].numpy().copy(),
             a["C"].numpy().copy(),
             a["F"].numpy().copy(),
+            a["tau"].numpy().copy(),
             self.time,
             self.steps,
         )
 
     def restore(self, snap: MPMSnapshot) -> None:
-        for key in ("x", "v", "C", "F"):
+        for key in ("x", "v", "C", "F", "tau"):
             self._a[key].assign(getattr(snap, key))
         self.time, self.steps = snap.time, snap.steps
 
@@ -312,10 +317,7 @@ class MPMSolver:
                 a["x"],
                 a["v"],
                 a["C"],
-                a["F"],
-                a["model"],
-                a["mu"],
-                a["lam"],
+                a["tau"],
                 a["mass"],
                 a["vol"],
                 origin,
@@ -367,5 +369,6 @@ class MPMSolver:
                 a["v"],
                 a["C"],
                 a["F"],
+                a["tau"],
             ],
         )
