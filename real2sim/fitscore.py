@@ -11,7 +11,8 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
 - ``coverage``: the share of the mask's pixels the render covers; ``spill``: the share of the render outside
   the mask; ``iou``: intersection over union of the rendered and observed silhouettes. Pixels where the
   measured surface lies clearly in front of the render (``OCCLUSION_M``) outside every object's mask are
-  something not in the scene hiding the object and are left out of both silhouettes;
+  something not in the scene hiding the object and are left out of both silhouettes, as are pixels measured
+  within ``TABLE_BAND_M`` of the table (given the table): depth cannot tell an object's foot from the table;
 - ``verdict``: ``good`` (IoU ≥ 0.85 and residual ≤ 5 mm, the issue-16 targets), ``check`` (IoU ≥ 0.6 and
   residual ≤ 15 mm) or ``poor``.
 
@@ -45,6 +46,9 @@ GOOD = (0.85, 0.005)
 CHECK = (0.6, 0.015)
 #: A measured surface this far (m) in front of the render, outside every mask, is an unmodelled occluder.
 OCCLUSION_M = 0.02
+#: Pixels whose measured point lies less than this (m) above the table are left out of both silhouettes: the
+#: segmentation cannot tell an object's bottom edge from the table there (its lowest candidate height).
+TABLE_BAND_M = 0.008
 
 
 def verdict(iou: float, residual_m: float | None) -> str:
@@ -146,6 +150,10 @@ def fit_scores(
     for m in masks.values():
         any_mask |= m
     occluded = (depth_m > 0) & (depth_r > 0) & (depth_m < depth_r - OCCLUSION_M) & ~any_mask
+    if table is not None:  # the band just above the table: depth cannot tell an object from the table there
+        rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w) * depth_m[..., None]
+        height = rays @ np.asarray(table.normal_cam, dtype=np.float64) + float(table.offset_m)
+        occluded |= (depth_m > 0) & (height < TABLE_BAND_M)
     scores: dict[str, Any] = {"objects": {}}
     for i, name in enumerate(names):
         mask = masks.get(name)
