@@ -28,11 +28,16 @@ from simpact.core.frame import Frame
 from simpact.core.rollout import DeformableState, Rollout, Trace, WorldState
 from simpact.core.scene import Scene
 from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver
-from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_rope, object_masks
+from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_particles, add_rope, object_masks
 from solvers.mujoco.world import SETTLE_S, VIDEO_CAMERA, MujocoAccess, MujocoWorld
 
 __all__ = ["COUPLING", "CompositeSnapshot", "CompositeWorld"]
 
+TRACE_POINTS = 600_000
+"""Most particle positions a rollout's trace keeps per deformable (the records are thinned evenly in time
+beyond it; states at the end of each action are always kept in full)."""
+MAX_SPHERES = 4000
+"""Most spheres a particle cloud is drawn with (the renderer holds 10,000 geoms)."""
 COUPLING = "one-way"
 """The robot and rigid objects move the deformables; the deformables do not push back."""
 
@@ -265,9 +270,10 @@ class CompositeWorld:
             solver.restore(snap)
             solvers.append(solver.replicate(batch))
             solver.restore(own)
-        records = [
-            [np.empty((n + 1,) + s.positions().shape[1:], dtype=np.float64) for n in periods] for s in solvers
-        ]
+        t_start = float(rigid[0].initial.time)
+        most = max(s.positions().shape[1] for s in solvers)
+        keep = [self._kept_periods(r, n, most, t_start) for r, n in zip(rigid, periods)]
+        records: list[list[dict[int, np.ndarray]]] = [[{} for _ in rigid] for _ in solvers]
         for k, solver in enumerate(solvers):
             first = solver.positions()
             for b in range(batch):
@@ -280,14 +286,22 @@ class CompositeWorld:
             colliders = _colliders(self._boxes, now, before, self.dt, self.scene)
             for k, solver in enumerate(solvers):
                 solver.step(self.dt, colliders)
-                positions = solver.positions()
-                for b, n in enumerate(periods):
-                    if c < n:
-                        records[k][b][c + 1] = positions[b]
+                if any(c + 1 in kept for kept in keep):
+                    positions = solver.positions()
+                    for b, kept in enumerate(keep):
+                        if c + 1 in kept:
+                            records[k][b][c + 1] = positions[b]
             before = now
         return [self._rollout(r, [rec[b] for rec in records], t0) for b, r in enumerate(rigid)]
 
-    def _rollout(self, rigid: Rollout, records: list[np.ndarray], t0: float) -> Rollout:
+    def _kept_periods(self, rigid: Rollout, periods: int, particles: int, t_start: float) -> set[int]:
+        """The control periods whose particles a rollout keeps: its start, every action's end, its end, and
+        evenly spaced ones for the trace (all of them unless that would pass :data:`TRACE_POINTS`)."""
+        ends = {int(round((s.time - t_start) / self.dt)) for s in (*rigid.states, rigid.final)}
+        stride = max(1, -(-particles * (periods + 1) // TRACE_POINTS))
+        return {0, periods, *ends, *range(0, periods + 1, stride)}
+
+    def _rollout(self, rigid: Rollout, records: list[dict[int, np.ndarray]], t0: float) -> Rollout:
         """``rigid`` with the deformables' particles: in every state and in the trace."""
         trace = rigid.trace
         assert trace is not None
@@ -295,12 +309,16 @@ class CompositeWorld:
 
         def at(state: WorldState) -> WorldState:
             period = int(round((state.time - t_start) / self.dt))
-            return self._with_deformables(state, [r[min(period, len(r) - 1)] for r in records])
+            return self._with_deformables(state, [r[min(period, max(r))] for r in records])
 
-        particle_time = t_start + self.dt * np.arange(len(records[0]))
+        kept = sorted(records[0])
+        particle_time = t_start + self.dt * np.array(kept, dtype=float)
         new_trace = replace(
             trace,
-            particles={s.name: r.astype(np.float32) for s, r in zip(self.deformables, records)},
+            particles={
+                s.name: np.array([r[c] for c in kept], dtype=np.float32)
+                for s, r in zip(self.deformables, records)
+            },
             particle_time=particle_time,
         )
         return replace(
@@ -315,11 +333,16 @@ class CompositeWorld:
     # --- pictures ------------------------------------------------------------------------------------------
     def _decorate(self, particles: Sequence[np.ndarray]) -> Any:
         """A ``decorate`` callback drawing each deformable's particles (labels: index in ``deformables``)."""
-        colours = {o.name: o.rgba for o in self.scene.objects}
+        objects = {o.name: o for o in self.scene.objects}
 
         def draw(scene: mujoco.MjvScene) -> None:
             for k, (solver, points) in enumerate(zip(self.deformables, particles)):
-                add_rope(scene, points, solver.radius, colours[solver.name], label=k)
+                obj = objects[solver.name]
+                if obj.kind == "pd":  # a rope: capsules between consecutive particles
+                    add_rope(scene, points, solver.radius, obj.rgba, label=k)
+                else:  # a particle cloud: spheres, at most MAX_SPHERES of them (evenly subsampled)
+                    stride = max(1, -(-len(points) // MAX_SPHERES))
+                    add_particles(scene, points[::stride], solver.radius * stride ** (1 / 3), obj.rgba, k)
 
         return draw
 

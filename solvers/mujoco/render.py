@@ -464,6 +464,24 @@ def add_rope(
         scene.ngeom += 1
 
 
+def add_particles(
+    scene: mujoco.MjvScene, points: np.ndarray, radius: float, rgba: Sequence[float], label: int = 0
+) -> None:
+    """Draw particles ``points`` (N, 3) m as spheres of ``radius`` m, labelled ``label`` in segmentation
+    (:attr:`RenderedFrame.extra`); stops when the scene is full."""
+    colour = np.asarray(rgba, dtype=np.float32)
+    size = np.array([radius, radius, radius])
+    for point in np.asarray(points, dtype=np.float64):
+        if scene.ngeom >= scene.maxgeom:
+            return
+        geom = scene.geoms[scene.ngeom]
+        mujoco.mjv_initGeom(geom, mujoco.mjtGeom.mjGEOM_SPHERE, size, point, np.eye(3).ravel(), colour)
+        geom.objtype = _EXTRA_OBJTYPE
+        geom.objid = label
+        geom.segid = scene.ngeom
+        scene.ngeom += 1
+
+
 def object_masks(
     seg_geom_ids: np.ndarray, model: mujoco.MjModel, body_to_object: Mapping[int, int]
 ) -> np.ndarray:
