@@ -26,7 +26,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+import mujoco
 import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
 
 from simpact.tasks import load_task
 from solvers.composite import CompositeWorld
@@ -72,8 +76,6 @@ def _mujoco_rope_xml() -> str:
 
 def _mujoco_rope(seconds: float) -> tuple[float, np.ndarray]:
     """Wall time (s) of ``seconds`` of MuJoCo's rope, and its vertices at the end."""
-    import mujoco
-
     model = mujoco.MjModel.from_xml_string(_mujoco_rope_xml())
     data = mujoco.MjData(model)
     t0 = time.perf_counter()
@@ -101,9 +103,6 @@ def _timed_us(fn: Callable[[], object], calls: int, repeats: int) -> dict[str, f
 
 def linear_solves(repeats: int) -> dict[str, Any]:
     """Microseconds per global-step solve, by method and batch size."""
-    import scipy.linalg
-    import scipy.sparse
-    import scipy.sparse.linalg
     import torch
 
     rope = _pd_rope()
