@@ -27,6 +27,7 @@ __all__ = [
     "REAL_FRAMES",
     "SharedDataMissing",
     "discover_real_frames",
+    "reference_masks",
     "read_any_frame",
     "read_cleargrasp_frame",
     "read_graspnet_frame",
@@ -271,3 +272,24 @@ def discover_real_frames(root: str | os.PathLike[str]) -> list[str]:
     base = Path(root)
     found = [p for p in base.rglob("*") if p.is_file() and _frame_format(p) is not None]
     return sorted(str(p.relative_to(base.parent)) for p in found)
+
+
+def reference_masks(path: str | os.PathLike[str], min_pixels: int = 500) -> list[np.ndarray] | None:
+    """The objects a frame's own annotation marks, one (H, W) bool mask each, or None when it has none.
+
+    ClearGrasp frames ship ``N-mask.png``: one binary mask of the (transparent, or in the ``opaque`` frame
+    painted) objects; its connected parts of at least ``min_pixels`` are taken as the objects (objects that
+    touch in the image come out as one). Other objects in the scene are not marked."""
+    import cv2
+
+    p = Path(path)
+    if not p.name.endswith("-rgb-img.jpg"):
+        return None
+    stem = p.name[: -len("-rgb-img.jpg")].rsplit("-", 1)[0]
+    mask_file = p.with_name(f"{stem}-mask.png")
+    if not mask_file.is_file():
+        return None
+    binary = (np.asarray(Image.open(mask_file).convert("L")) > 127).astype(np.uint8)
+    count, labels = cv2.connectedComponents(binary, connectivity=8)
+    parts = [labels == k for k in range(1, count)]
+    return [m for m in parts if int(m.sum()) >= min_pixels]

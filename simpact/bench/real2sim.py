@@ -39,6 +39,7 @@ from real2sim.datasets import (
     discover_real_frames,
     read_any_frame,
     read_graspnet_object_points,
+    reference_masks,
     shared_data_dir,
 )
 from real2sim.pipeline import Real2SimConfig, run_real2sim
@@ -331,8 +332,10 @@ def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, con
                 entry["settle_moved_cm"] = 100 * m.displacement
                 entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
         objects[name] = entry
+    annotated = _against_reference_masks(reference_masks(path), result, objects)
     return {
         "frame": relpath,
+        **annotated,
         "labelled": bool(result.labels.labels),
         "objects": objects,
         "found": sum(o["found"] for o in objects.values()),
@@ -346,6 +349,35 @@ def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, con
         "warnings": result.warnings,
         "out": str(out),
     }
+
+
+SPAN_SHARE = 0.15
+"""A mask spans an annotated object when at least this share of the mask's pixels lies on it."""
+
+
+def _against_reference_masks(
+    annotated: list[np.ndarray] | None, result: Any, objects: dict[str, Any]
+) -> dict[str, Any]:
+    """Where the frame marks its objects (ClearGrasp): per object how many marked objects its mask spans
+    (``spans``; 2 or more is a mask over two objects), and how many marked objects some mask covers at least
+    half of (``annotated_found`` of ``annotated``). Nothing when the frame marks none."""
+    if not annotated:
+        return {}
+    masks = {
+        n: s.mask
+        for s in result.perception.segments
+        for n, g in result.geometries.items()
+        if g.label == s.label
+    }
+    found = 0
+    for ref in annotated:
+        size = int(ref.sum())
+        found += any(int((m & ref).sum()) >= 0.5 * size for m in masks.values())
+    for name, mask in masks.items():
+        px = max(int(mask.sum()), 1)
+        if name in objects:
+            objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
+    return {"annotated": len(annotated), "annotated_found": found}
 
 
 def run_real2sim_bench(
@@ -469,6 +501,13 @@ def _summarise(
             ],
             "iou": _summary(values(real_frames, "iou")),
             "depth_residual_mm": _summary(values(real_frames, "depth_residual_mm")),
+            "masks_spanning_two": sum(
+                o.get("spans", 0) >= 2 for r in real_frames for o in r.get("objects", {}).values()
+            ),
+            "annotated_found": [
+                sum(r.get("annotated_found", 0) for r in real_frames),
+                sum(r.get("annotated", 0) for r in real_frames),
+            ],
             "verdicts": {
                 v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
                 for v in ("good", "check", "poor")
@@ -489,6 +528,11 @@ def _summarise(
             None
             if not values(real_frames, "iou")
             else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
+        ),
+        "real_no_mask_spans_two": (
+            None
+            if not any("annotated" in r for r in real_frames)
+            else all(o.get("spans", 0) < 2 for r in real_frames for o in r.get("objects", {}).values())
         ),
         "real_depth_residual_mm": within(
             _summary(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"

@@ -94,3 +94,13 @@ def test_every_real_frame_under_rgbd_is_discovered_and_read(tmp_path: Path) -> N
     (tmp_path / "rgbd" / "new" / "000042-color.png").write_bytes(b"")
     (tmp_path / "rgbd" / "new" / "LICENSE").write_text("x")
     assert discover_real_frames(tmp_path / "rgbd") == ["rgbd/new/000042-color.png"]
+
+
+def test_cleargrasp_frames_ship_their_objects_masks() -> None:
+    from real2sim.datasets import reference_masks
+
+    masks = reference_masks(_data("rgbd/cleargrasp/000000080-opaque-rgb-img.jpg"))
+    assert masks is not None and len(masks) == 4  # four bottles, apart in the image
+    assert all(m.shape == (720, 1280) and m.sum() > 20000 for m in masks)
+    assert not np.any(np.sum(masks, axis=0) > 1)  # disjoint
+    assert reference_masks(_data("rgbd/posecnn/000001-color.png")) is None
