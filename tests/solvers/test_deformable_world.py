@@ -117,3 +117,19 @@ def test_frames_show_the_rope_and_mujoco_auditing_attaches(world: CompositeWorld
     assert rollout.trace is not None
     assert not screen_rollout(world, rollout).suspicious
     assert rollout.trace.particles_at("rope", -1).shape == (31, 3)
+
+
+def test_curve_distance_measures_the_rope_against_the_target_both_ways() -> None:
+    from simpact.core.rollout import voxel_keypoints
+    from simpact.goals.curves import polyline_distance, resample
+
+    y = np.linspace(-0.12, 0.12, 31)
+    u = np.c_[0.7 - 0.08 * (y / 0.12) ** 2, y]
+    target = resample(u)
+    assert polyline_distance(u, target).mean() < 1e-3
+    shifted = u + [0.02, 0.0]
+    assert polyline_distance(shifted, target).mean() == pytest.approx(0.02, abs=0.006)
+    half = u[:16]  # a rope covering half the U lies on it, but the U is far from it
+    assert polyline_distance(half, target).mean() < 1e-3 < polyline_distance(target, half).mean()
+    keys = voxel_keypoints(np.c_[u, np.full(31, 0.0075)])
+    assert 5 <= len(keys) <= 31 and keys[0][1] < keys[-1][1], "keypoints keep the rope's order"
