@@ -73,12 +73,12 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
         print(f"simpact real2sim: warning: {warning}")
     fit = result.fit.get("objects", {})
     verdicts = ", ".join(f"{n} {s['verdict']} (IoU {s['iou']:.2f})" for n, s in fit.items())
+    if fit:
+        print(f"fit against the photo's depth: {verdicts} (see {out / 'overlay.png'})")
     print(
         f"real2sim {args.frame}: {len(result.objects)} objects [{found}], settle {settle}, "
         f"{result.timings_s['total']:.1f} s -> {out / 'scene.json'}"
     )
-    if fit:
-        print(f"fit against the photo's depth: {verdicts} (see {out / 'overlay.png'})")
 
 
 def add_parsers(verbs: Any) -> None:

@@ -90,7 +90,7 @@ def test_scene_xml_loads_with_the_robot_and_settles_cleanly(built: tuple[Any, Pa
     assert result.settle is not None and result.settle.clean and not result.settle.artifacts
     for motion in result.settle.motion.values():
         assert motion.displacement < 0.005 and motion.rotation < np.radians(2)
-    for name in ("masks.png", "meshes.png", "scene_vs_photo.png"):
+    for name in ("masks.png", "meshes.png", "scene_vs_photo.png", "overlay.png"):
         assert (out / name).is_file() and result.files[name] == name
     scene = load_scene(out)
     assert [o.name for o in scene.objects] == ["carton", "blue_box"]
@@ -316,8 +316,14 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()
     for name, motion in result.settle.motion.items():
         assert motion.displacement < 0.01, name
-    for picture in ("masks.png", "meshes.png", "scene_vs_photo.png"):
+    for picture in ("masks.png", "meshes.png", "scene_vs_photo.png", "overlay.png"):
         assert (tmp_path / picture).is_file()
+    # The photo's own camera comes from the table fit: the reconstructed scene explains the measured depth.
+    report = json.loads((tmp_path / "result.json").read_text())
+    for name, fit in report["fit"]["objects"].items():
+        assert fit["iou"] > 0.7 and fit["depth_residual_m"] < 0.005 and fit["verdict"] != "poor", (name, fit)
+    assert report["fit"]["table"]["depth_residual_m"] < 0.005
+    assert set(report["matches"]) == set(result.geometries) and report["not_found"] == []
 
 
 def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
