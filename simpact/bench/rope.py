@@ -69,7 +69,7 @@ def _mujoco_rope_xml() -> str:
     element = " ".join(f"{i} {i + 1}" for i in range(SEGMENTS))
     return f"""<mujoco><option timestep="{DT}" integrator="discrete"/>
 <worldbody><flexcomp name="rope" type="direct" dim="1" radius="0.005" mass="0.1" point="{point}"
- element="{element}"><elasticity young="1e6" damping="0.001"/><edge equality="true"/>
+ element="{element}"><elasticity young="1e9" damping="0.001"/><edge equality="true"/>
 <contact selfcollide="none" conaffinity="0" contype="0"/><pin id="0 {SEGMENTS}"/></flexcomp></worldbody>
 </mujoco>"""
 
