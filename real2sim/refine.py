@@ -38,7 +38,7 @@ MAX_CHANGE = 0.35
 """Largest relative change of an edge the refinement may make."""
 MARGIN_PX = 12
 """Pixels around the mask's bounding box that enter the cost."""
-MAX_PIXELS = 4000
+MAX_PIXELS = 2500
 """At most about this many pixels (evenly strided) enter the cost."""
 
 
@@ -150,7 +150,7 @@ def _yaw_if_upright(geometry: Any) -> float | None:
 
 
 def refine_box(
-    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 400
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 260
 ) -> tuple[np.ndarray, float, np.ndarray, float, float] | None:
     """The refined (centre (3,), yaw (rad), extent (3,), cost before, cost after) of an upright box
     ``geometry`` (:class:`~real2sim.types.ObjectGeometry`, world frame), or None when it is not upright or
@@ -173,7 +173,7 @@ def refine_box(
 
 
 def refine_cylinder(
-    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 300
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 200
 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
     """The refined (centre (3,), per-axis scale of the mesh (3,), cost before, cost after) of an upright solid
     of revolution ``geometry`` (its mesh is scaled, keeping its profile), or None."""
