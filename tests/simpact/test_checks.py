@@ -270,16 +270,18 @@ def test_a_task_outside_the_package_brings_its_own_check(tmp_path: Path, monkeyp
 def test_a_check_file_without_a_function_name_uses_check(tmp_path: Path) -> None:
     (tmp_path / "mine.py").write_text(textwrap.dedent(_CHECK).replace("def judge", "def check"))
     task = load_task(_write_task(tmp_path, str(tmp_path / "mine.py")))
-    assert task._check.__name__ == "check" and task._check.__module__.startswith("_simpact_task_check_mine")
+    check: Any = task._check
+    assert check.__name__ == "check" and check.__module__.startswith("_simpact_task_check_mine")
 
 
 def test_short_and_module_forms_name_the_same_check(monkeypatch) -> None:
     module = types.ModuleType("simpact.checks.toy_check")
     module.check = lambda rollout, scene, targets, params: Evaluation(True, 1.0)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "simpact.checks.toy_check", module)
-    assert load_check("toy_check", Path.cwd()) is module.check  # type: ignore[attr-defined]
-    assert load_check("simpact.checks.toy_check:check", Path.cwd()) is module.check  # type: ignore[attr-defined]
-    assert load_check("simpact.checks.toy_check", Path.cwd()) is module.check  # type: ignore[attr-defined]
+    check = module.check
+    assert load_check("toy_check", Path.cwd()) is check
+    assert load_check("simpact.checks.toy_check:check", Path.cwd()) is check
+    assert load_check("simpact.checks.toy_check", Path.cwd()) is check
 
 
 @pytest.mark.parametrize(
