@@ -6,8 +6,9 @@
   (two threads), as simulated seconds per wall second of the whole machine. Taichi is installed for this
   benchmark only (``pip install taichi``); without it the row says so.
 - ``mpm_convergence``: a dough lump (real2sim's dough: plasticine, E 2e5 Pa) squeezed by a plate for 1 s
-  at grid cells of 2, 1 and 0.5 cm; the footprint area (top-down occupancy, 2.5 mm pixels) and its change
-  when the cell halves; the converged cell is the coarsest whose change is below 10%.
+  at grid cells of 2, 1 and 0.5 cm; the footprint area (top-down occupancy,
+  :func:`simpact.goals.footprint.footprint_area`) and its change when the cell halves; the converged cell
+  is the coarsest whose change is below 10%.
 - ``dough_squeeze_wall_s``: the wall time of that 1 s squeeze at the converged cell (target <= 10 s).
 
 What this does not show: the Taichi port is this file's own (same transfer, material and collision rules),
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from simpact.bench.mpm_taichi import build_taichi_squeeze
+from simpact.goals.footprint import footprint_area
 from solvers.mpm import Body, Boxes, GridSpec, Material, MPMSolver, sample_box, sample_cylinder
 
 __all__ = ["run_mpm_bench"]
@@ -110,11 +112,6 @@ def _taichi_rate(steps: int, threads: int = 2) -> dict[str, Any]:
     }
 
 
-def _footprint_area(x: np.ndarray, pixel: float = 0.0025) -> float:
-    """Top-down occupancy area (m^2) of particles on ``pixel`` squares."""
-    return float(len(np.unique(np.floor(x[:, :2] / pixel).astype(np.int64), axis=0))) * pixel**2
-
-
 def dough_squeeze(dx: float, duration: float = 1.0) -> dict[str, Any]:
     """A 2.5 cm radius, 3 cm tall dough lump squeezed by a 12 cm plate that descends 1.8 cm in ``duration``
     s, at grid cell ``dx``; the final footprint area and the wall time (after kernel loading)."""
@@ -135,7 +132,7 @@ def dough_squeeze(dx: float, duration: float = 1.0) -> dict[str, Any]:
         "particles": len(pts),
         "dt_s": solver.dt,
         "wall_s": wall,
-        "footprint_m2": _footprint_area(x),
+        "footprint_m2": footprint_area(x),
         "height_m": float(np.percentile(x[:, 2], 99)),
     }
 

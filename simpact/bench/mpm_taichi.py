@@ -46,7 +46,7 @@ def build_taichi_squeeze(
     F.from_numpy(np.tile(np.eye(3, dtype=np.float32), (n, 1, 1)))
 
     @ti.kernel
-    def substep():  # type: ignore[no-untyped-def]
+    def substep():
         for i, j, k in gm:
             gm[i, j, k] = 0.0
             gv[i, j, k] = ti.Vector([0.0, 0.0, 0.0])
