@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("torch", reason="the PD rope needs torch (pip install -e '.[deformable]')")
 
 from simpact.core.actions import Plan  # noqa: E402
+from simpact.core.rollout import Rollout  # noqa: E402
 from simpact.guard.screen import screen_rollout  # noqa: E402
 from simpact.tasks import load_task  # noqa: E402
 from solvers.composite import CompositeSnapshot, CompositeWorld  # noqa: E402
@@ -27,6 +28,12 @@ def world() -> CompositeWorld:
     built = make_world(TASK.scene(0))
     assert isinstance(built, CompositeWorld)
     return built
+
+
+@pytest.fixture(scope="module")
+def short_rollout(world: CompositeWorld) -> Rollout:
+    """The short plan rolled out alone from the initial snapshot."""
+    return world.rollout(_short(world))
 
 
 def _edited(plan: Plan, index: int, **fields: Any) -> Plan:
@@ -69,9 +76,11 @@ def test_the_reference_succeeds_and_wrong_plans_fail(world: CompositeWorld) -> N
     assert 3 <= len(final["keypoints"]) <= 31
 
 
-def test_rollouts_are_deterministic_and_batched_exactly(world: CompositeWorld) -> None:
+def test_rollouts_are_deterministic_and_batched_exactly(
+    world: CompositeWorld, short_rollout: Rollout
+) -> None:
     short = _short(world)
-    alone = world.rollout(short)
+    alone = short_rollout
     again, other = world.rollouts([short, _edited(short, 2, dx=0.03)])
     assert alone.trace is not None and again.trace is not None and other.trace is not None
     assert np.array_equal(alone.trace.particles["rope"], again.trace.particles["rope"])
@@ -88,7 +97,9 @@ def test_rollouts_are_deterministic_and_batched_exactly(world: CompositeWorld) -
     ), "rollouts leave the world alone"
 
 
-def test_snapshots_restore_exactly_and_survive_pickling(world: CompositeWorld) -> None:
+def test_snapshots_restore_exactly_and_survive_pickling(
+    world: CompositeWorld, short_rollout: Rollout
+) -> None:
     start = world.snapshot()
     assert isinstance(start, CompositeSnapshot)
     rope = world.deformables[0]
@@ -99,13 +110,14 @@ def test_snapshots_restore_exactly_and_survive_pickling(world: CompositeWorld) -
     assert np.array_equal(world.state().deformables["rope"].particles, start.deformables[0][0][0])
     copied = pickle.loads(pickle.dumps(start))
     assert isinstance(copied, CompositeSnapshot) and np.array_equal(copied, start)
-    short = _short(world)
-    a = world.rollout(short, snapshot=copied)
-    b = world.rollout(short)
+    a = world.rollout(_short(world), snapshot=copied)
+    b = short_rollout
     assert np.array_equal(a.final.deformables["rope"].particles, b.final.deformables["rope"].particles)
 
 
-def test_frames_show_the_rope_and_mujoco_auditing_attaches(world: CompositeWorld) -> None:
+def test_frames_show_the_rope_and_mujoco_auditing_attaches(
+    world: CompositeWorld, short_rollout: Rollout
+) -> None:
     frame = world.render()
     ids = {name: i for i, name in frame.mask_names.items()}
     assert (frame.masks == ids["rope"]).sum() > 50
@@ -113,7 +125,7 @@ def test_frames_show_the_rope_and_mujoco_auditing_attaches(world: CompositeWorld
     assert depth.min() > 0
     access = mujoco_access(world)
     assert access.model is world.rigid.model
-    rollout = world.rollout(_short(world))
+    rollout = short_rollout
     assert rollout.trace is not None
     assert not screen_rollout(world, rollout).suspicious
     assert rollout.trace.particles_at("rope", -1).shape == (31, 3)
