@@ -3,7 +3,8 @@ object, each an :class:`solvers.mpm.mls.MPMSolver` on its own grid, driven by th
 colliders (the table, MuJoCo's hand, finger and rigid-object boxes) and the shared grasp rule.
 
 Solver settings a scene may give in the object's ``material`` next to the physical parameters: ``grid_dx``
-(cell size, m; default 0.01, the converged resolution of ``simpact bench perf --only mpm_convergence``),
+(cell size, m; default 0.01: fast, but ``simpact bench mpm`` finds a plate squeeze's footprint not yet
+converged at 1 cm, since grid-node contact starts about a cell before the particles touch), and
 ``capture_width`` (m; default two cells). Units: SI.
 """
 
@@ -25,7 +26,7 @@ from solvers.mpm.shapes import sample_box, sample_cylinder
 __all__ = ["MPMObject", "MPMObjectSnapshot", "mpm_solver", "object_particles"]
 
 DEFAULT_DX = 0.01
-"""Grid cell, m: the resolution the dough squeeze converged at (see the module docstring)."""
+"""Grid cell, m (see the module docstring for what it resolves)."""
 _SETTINGS = ("grid_dx", "capture_width")
 _MARGIN = (0.12, 0.12, 0.10)
 """Grid extent beyond the object's start box (x, y, z above), m: room to flow, spread and be lifted."""
