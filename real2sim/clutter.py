@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
+#: Lab chroma below which a pixel counts as grey (white, black, grey objects).
+GREY_CHROMA = 8.0
+
 __all__ = ["colour_edges", "concave_creases", "regrow", "surface_normals", "table_extent_share"]
 
 
@@ -80,26 +83,43 @@ def concave_creases(
 
 
 def colour_edges(
-    rgb: np.ndarray, pts: np.ndarray, valid: np.ndarray, *, delta_e: float = 40.0, bend: float = 0.3
+    rgb: np.ndarray,
+    pts: np.ndarray,
+    valid: np.ndarray,
+    *,
+    hue_deg: float = 35.0,
+    min_chroma: float = 15.0,
+    bend: float = 0.3,
 ) -> np.ndarray:
-    """(H, W) bool: pixels where the colour changes by more than ``delta_e`` (Lab, over two pixels) and the
-    surface normal turns by more than ``bend`` (|n_b - n_a|) across the same step."""
+    """(H, W) bool: pixels where the hue (Lab) turns by more than ``hue_deg`` between two chromatic
+    (``min_chroma``) pixels, or a chromatic pixel meets a grey one, two pixels apart, where the surface
+    normal also turns by more than ``bend`` (|n_b - n_a|) and not convexly. Shading changes lightness and
+    chroma, not hue: a bowl's lit inside and shaded outside are one object."""
     import cv2
 
     lab = cv2.cvtColor(cv2.GaussianBlur(rgb, (3, 3), 0).astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab)
+    chroma = np.hypot(lab[..., 1], lab[..., 2])
+    hue = np.arctan2(lab[..., 2], lab[..., 1])
     n, ok = surface_normals(pts, valid, 2)
     out = np.zeros(valid.shape, bool)
     for axis in (0, 1):
         a = [slice(None), slice(None)]
         b = [slice(None), slice(None)]
         a[axis], b[axis] = slice(0, -2), slice(2, None)
-        dc = np.linalg.norm(lab[tuple(b)] - lab[tuple(a)], axis=-1)
+        ca, cb = chroma[tuple(a)], chroma[tuple(b)]
+        dh = np.abs(hue[tuple(b)] - hue[tuple(a)])
+        dh = np.minimum(dh, 2 * np.pi - dh)
+        coloured = (ca > min_chroma) & (cb > min_chroma)
+        grey_meets = ((ca < GREY_CHROMA) & (cb > 2 * min_chroma)) | (
+            (cb < GREY_CHROMA) & (ca > 2 * min_chroma)
+        )
+        differ = (coloured & (dh > np.deg2rad(hue_deg))) | grey_meets
         dn_vec = n[tuple(b)] - n[tuple(a)]
         dn = np.linalg.norm(dn_vec, axis=-1)
         d = pts[tuple(b)] - pts[tuple(a)]
         dist = np.maximum(np.linalg.norm(d, axis=-1), 1e-9)
         convex = np.einsum("ijk,ijk->ij", dn_vec, d) / dist > 0.5 * dn  # a box's own edge: not a cut
-        hit = (dc > delta_e) & (dn > bend) & ~convex & ok[tuple(a)] & ok[tuple(b)]
+        hit = differ & (dn > bend) & ~convex & ok[tuple(a)] & ok[tuple(b)]
         mid = [slice(None), slice(None)]
         mid[axis] = slice(1, -1)
         out[tuple(mid)] |= hit

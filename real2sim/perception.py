@@ -28,7 +28,10 @@ from real2sim.types import ObjectGeometry, Segment, TablePlane
 from simpact.core.frame import Frame
 from simpact.core.rotations import matrix_to_quat
 
-__all__ = ["Perception", "object_points", "perceive"]
+__all__ = ["MIN_REFINE_SIZE_M", "Perception", "object_points", "perceive"]
+
+MIN_REFINE_SIZE_M = 0.04
+"""Objects whose longest edge is shorter (m) are not refined against the depth."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -185,8 +188,8 @@ def _refine_boxes(
 
     out = list(objects)
     for i, (seg, g) in enumerate(zip(segments, objects)):
-        if g.shape_source != "geometric":
-            continue
+        if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
+            continue  # small objects (beans): a few pixels wide, their masks often cut from a touching group
         if g.symmetry == "rotational" and not g.concave:
             out[i] = _refine_solid_of_revolution(g, frame, table, seg.mask)
             continue
