@@ -125,7 +125,11 @@ class OfficialEnv:
         self._cam_link = links.index("gripper_cam")
 
     def close(self) -> None:
-        self.env.close()
+        """Disconnect once: calvin_env's own ``__del__`` would otherwise disconnect the client id again
+        later, when a newer environment may hold it."""
+        if self.env.cid >= 0:
+            self.env.close()
+            self.env.cid = -1
 
     def __enter__(self) -> OfficialEnv:
         return self

@@ -143,11 +143,11 @@ class Panda:
         self.target_pos, self.target_orn = pos, orn
 
     def tcp_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """TCP position (m) and euler xyz (rad) in the world."""
+        """TCP position (m) and euler xyz (rad) in the world (the link's inertial frame, as calvin_env)."""
         state = self.pb.getLinkState(
             self.uid, self.config.tcp_link_id, computeForwardKinematics=True, physicsClientId=self.cid
         )
-        return np.array(state[4]), np.array(self.pb.getEulerFromQuaternion(state[5]))
+        return np.array(state[0]), np.array(self.pb.getEulerFromQuaternion(state[1]))
 
     def observation(self) -> np.ndarray:
         """``robot_obs`` (15): TCP position, TCP euler, gripper width, 7 arm joints, gripper action."""

@@ -6,7 +6,8 @@ earliest; the subtasks before it in that chain are scripted first (e.g. ``lift_r
 ``place_in_drawer``). As in the evaluation, the check is evaluated after every control step against the
 state at the subtask's start, and the first success counts.
 
-Run all 34 with ``python -m simpact.calvin.selfcheck [--out FILE]``.
+Run all 34 with ``python -m simpact.calvin.selfcheck [--out FILE]``; ``--compare-official N`` replays N chains
+on the official ``calvin_env`` too (when it is importable) and reports the differences.
 """
 
 from __future__ import annotations
@@ -20,13 +21,22 @@ from pathlib import Path
 
 import numpy as np
 
-from simpact.calvin.checks import achieved, check
+from simpact.calvin.checks import Snapshot, achieved, check
 from simpact.calvin.data import EP_LEN, SUBTASKS, Chain, load_chains
 from simpact.calvin.env import BACKEND, CalvinEnv
+from simpact.calvin.official import OfficialEnv, official_available
 from simpact.calvin.scripted import Mover, script_for
 from simpact.core.errors import SimpactError
 
-__all__ = ["ResetError", "TaskResult", "chain_for", "reset_errors", "run_subtask", "try_task"]
+__all__ = [
+    "ResetError",
+    "TaskResult",
+    "chain_for",
+    "compare_backends",
+    "reset_errors",
+    "run_subtask",
+    "try_task",
+]
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,44 @@ def reset_errors(env: CalvinEnv, chains: list[Chain]) -> list[ResetError]:
                 block_euler_rad=_euler_error(blocks_got[:, 3:], blocks_want[:, 3:]),
             )
         )
+    return out
+
+
+def _by_name(snap: Snapshot) -> tuple[object, ...]:
+    """A snapshot with body ids replaced by names (ids depend on load order and on other clients)."""
+    names = {snap.robot_uid: "robot", snap.table_uid: "table"} | {b.uid: c for c, b in snap.blocks.items()}
+
+    def contacts(found: frozenset[tuple[int, int]]) -> frozenset[tuple[str, int]]:
+        return frozenset((names.get(body, "other"), link) for body, link in found)
+
+    blocks = {c: (b.pos, b.quat, b.lin_vel, b.ang_vel, contacts(b.contacts)) for c, b in snap.blocks.items()}
+    return (snap.table_links, snap.doors, snap.lights, blocks, contacts(snap.robot_contacts))
+
+
+def compare_backends(chains: list[Chain], steps: int = 60, seed: int = 0) -> list[dict[str, object]]:
+    """Official ``calvin_env`` against the rebuild, fresh environments per chain: after the reset and after
+    ``steps`` seeded random relative actions, the largest |difference| of ``robot_obs`` (gripper action
+    excluded: calvin_env keeps the previous one on reset) and ``scene_obs``, and whether every contact
+    set, light and joint the checks read is the same."""
+    out: list[dict[str, object]] = []
+    for chain in chains:
+        actions = np.random.default_rng(seed + chain.index).uniform(-1.0, 1.0, (steps, 7))
+        with OfficialEnv() as official, CalvinEnv() as rebuild:
+            row: dict[str, object] = {"kind": "compare", "chain": chain.index, "steps": steps}
+            for phase in ("reset", "steps"):
+                if phase == "reset":
+                    for env in (official, rebuild):
+                        env.reset(chain.robot_obs, chain.scene_obs)
+                else:
+                    for action in actions:
+                        official.step(action, relative=True)
+                        rebuild.step(action, relative=True)
+                robot = np.abs(official.robot_obs() - rebuild.robot_obs())[:14].max()
+                scene = np.abs(official.scene_obs() - rebuild.scene_obs()).max()
+                row[f"{phase}_robot_obs"], row[f"{phase}_scene_obs"] = float(robot), float(scene)
+                same = _by_name(official.snapshot()) == _by_name(rebuild.snapshot())
+                row[f"{phase}_snapshot_equal"] = same
+            out.append(row)
     return out
 
 
@@ -124,6 +172,9 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="*", default=list(SUBTASKS), help="subtasks (default: all 34)")
     parser.add_argument("--resets", type=int, default=20, help="chains whose reset is compared (default 20)")
     parser.add_argument("--out", type=Path, help="JSON lines file, one line per result as it finishes")
+    parser.add_argument(
+        "--compare-official", type=int, default=0, help="chains to replay on calvin_env too (needs it)"
+    )
     args = parser.parse_args(argv)
     chains = load_chains()
     sink = args.out.open("w") if args.out else None
@@ -140,6 +191,13 @@ def _main(argv: list[str] | None = None) -> int:
         with CalvinEnv() as env:
             for err in reset_errors(env, chains[: args.resets]):
                 emit({"kind": "reset", "backend": BACKEND, **asdict(err)})
+            if args.compare_official:
+                if not official_available():
+                    raise SimpactError(
+                        "--compare-official needs calvin_env importable (install it from its repository)"
+                    )
+                for row in compare_backends(chains[: args.compare_official]):
+                    emit(row)
             for task in args.tasks:
                 t0 = time.perf_counter()
                 pos = try_task(env, task, True, chains)

@@ -47,6 +47,19 @@ class PlayTable:
 
     def __init__(self, pb: Any, cid: int, data_dir: str, scaling: float, led_reset_bug: bool = False) -> None:
         self.pb, self.cid, self.led_reset_bug = pb, cid, led_reset_bug
+        # Blocks before the table, as calvin_env loads them, so body ids match the official back-end's.
+        self.blocks = {
+            color: int(
+                pb.loadURDF(
+                    f"{data_dir}/{path}",
+                    (0, 0, 1.0 + 0.2 * k),
+                    (0, 0, 0, 1),
+                    globalScaling=scaling,
+                    physicsClientId=cid,
+                )
+            )
+            for k, (color, path) in enumerate(BLOCKS.items())
+        }
         self.uid = int(
             pb.loadURDF(
                 f"{data_dir}/calvin_table_D/urdf/calvin_table_D.urdf",
@@ -80,18 +93,6 @@ class PlayTable:
             self._toggle("base__switch", "lightbulb", False),
         ]
         self.lights = dict.fromkeys(LIGHTS, 0)
-        self.blocks = {
-            color: int(
-                pb.loadURDF(
-                    f"{data_dir}/{path}",
-                    (0, 0, 1.0 + 0.2 * k),
-                    (0, 0, 0, 1),
-                    globalScaling=scaling,
-                    physicsClientId=cid,
-                )
-            )
-            for k, (color, path) in enumerate(BLOCKS.items())
-        }
         self.plane = int(pb.loadURDF(f"{data_dir}/plane/plane.urdf", physicsClientId=cid))
 
     def _toggle(self, joint: str, light: str, is_button: bool) -> _Toggle:
