@@ -21,6 +21,9 @@ __all__ = ["SCRIPTS", "Mover", "script_for"]
 _DOWN = np.pi  # roll of a TCP pointing down
 _SPEED = 0.012  # m per control step (0.36 m/s) for waypoint interpolation
 _HOVER = 0.10  # m above a grasp point
+_SAFE_Z = 0.60  # m: TCP height for moves across the table, above blocks, handles and the lever
+_SHELF_Y = -0.02  # m: behind this the sliding cabinet's shelf is overhead
+_TABLE_FRONT_Y = -0.182  # m: the table top's front edge (the open drawer lies in front of it)
 _SLIDER_AXIS = np.array([-1.0, 0.0, 0.0])  # the door moves along -x as its joint grows
 _SWITCH_AXIS = np.array([0.0, 0.5, 0.866])  # the switch lever slides up the slanted panel
 
@@ -50,6 +53,17 @@ class Mover:
         self.pos, self.yaw = target, new_yaw
         for _ in range(hold):
             self._act(self.pos, self.yaw)
+
+    def travel(self, pos: ArrayLike, yaw: float | None = None, hold: int = 4) -> None:
+        """Go to ``pos`` over the top: out from under the shelf, up to a safe height, across, then down."""
+        target = np.asarray(pos, dtype=float)
+        high = max(_SAFE_Z, float(target[2]))
+        if self.pos[1] > _SHELF_Y and self.pos[2] < high:
+            self.to([self.pos[0], _SHELF_Y - 0.06, self.pos[2]], hold=0)
+        if self.pos[2] < high:
+            self.to([self.pos[0], self.pos[1], high], hold=0)
+        self.to([target[0], target[1], high], yaw, hold=0)
+        self.to(target, hold=hold)
 
     def by(self, delta: ArrayLike, yaw: float | None = None, hold: int = 4) -> None:
         self.to(self.pos + np.asarray(delta, dtype=float), yaw, hold)
@@ -105,9 +119,9 @@ def _grasp(m: Mover, color: str, lift: float, approach: np.ndarray | None = None
     grasp = pos + np.array([0.0, 0.0, 0.005])
     m.gripper(1, 5)
     if approach is None:
-        m.to(grasp + [0, 0, _HOVER], yaw)
+        m.travel(grasp + [0, 0, _HOVER], yaw)
     else:
-        m.to(grasp + approach + [0, 0, 0.03], yaw)
+        m.travel(grasp + approach + [0, 0, 0.03], yaw)
         m.to(grasp + approach, yaw)
     m.to(grasp, yaw, hold=8)
     m.gripper(-1, 20)
@@ -117,7 +131,9 @@ def _grasp(m: Mover, color: str, lift: float, approach: np.ndarray | None = None
 def _lift(m: Mover, task: str, achieve: bool) -> None:
     color, surface = task.split("_")[1], task.split("_")[3]
     approach = np.array([0.0, -0.12, 0.0]) if surface == "slider" else None
-    prefer = 1 if surface == "drawer" else 0  # in the drawer, fingers along y keep clear of its side walls
+    prefer = 0  # fingers closing along x
+    if surface == "drawer":  # along y keeps them off the side walls, unless the back finger would go under
+        prefer = 1 if _block(m.env, color)[0][1] + 0.05 < _TABLE_FRONT_Y else 0  # the table's front edge
     _grasp(m, color, (0.10 if surface != "slider" else 0.06) if achieve else 0.015, approach, prefer)
 
 
@@ -137,7 +153,7 @@ def _push(m: Mover, task: str, achieve: bool) -> None:
     pos, _ = _block(m.env, color)
     start = pos + np.array([-sign * 0.075, 0.0, 0.0])
     m.gripper(-1, 5)
-    m.to(start + [0, 0, _HOVER], np.pi / 2)
+    m.travel(start + [0, 0, _HOVER], np.pi / 2)
     m.to(start + [0, 0, 0.005], hold=6)
     m.by([sign * (0.19 if achieve else 0.07), 0, 0], hold=6)
     m.by([0, 0, _HOVER])
@@ -149,7 +165,7 @@ def _slider(m: Mover, task: str, achieve: bool) -> None:
     sign = 1.0 if task.endswith("left") else -1.0  # left: the door moves along -x
     start = np.array([x_handle + sign * 0.045, 0.0, 0.56])
     m.gripper(-1, 5)
-    m.to(start + [0, -0.12, 0.04], np.pi / 2)
+    m.travel(start + [0, -0.12, 0.04], np.pi / 2)
     m.to(start, hold=6)
     m.by(_SLIDER_AXIS * sign * (0.20 if achieve else 0.08), hold=8)
     m.by([0, -0.12, 0.0])
@@ -160,14 +176,14 @@ def _drawer(m: Mover, task: str, achieve: bool) -> None:
     bar = np.array([0.18, -0.251 - q, 0.36])  # the handle bar's centre (m) when the drawer is at q
     m.gripper(1, 5)
     if task == "open_drawer":
-        m.to(bar + [0, 0, 0.12], 0.0)
+        m.travel(bar + [0, 0, 0.12], 0.0)
         m.to(bar + [0, 0, 0.01], hold=8)
         m.gripper(-1, 20)
         m.by([0, -(0.17 if achieve else 0.07), 0], hold=8)
         m.gripper(1, 10)
     else:
         m.gripper(-1, 5)
-        m.to(bar + [0, -0.06, 0.10], np.pi / 2)
+        m.travel(bar + [0, -0.06, 0.10], np.pi / 2)
         m.to(bar + [0, -0.05, 0.0], hold=6)
         m.by([0, 0.17 if achieve else 0.07, 0], hold=8)
         m.by([0, -0.08, 0.0])
@@ -177,7 +193,7 @@ def _drawer(m: Mover, task: str, achieve: bool) -> None:
 def _button(m: Mover, task: str, achieve: bool) -> None:
     top = np.array([-0.12, -0.12, 0.485])
     m.gripper(-1, 5)
-    m.to(top + [0, 0, 0.08], np.pi / 2)
+    m.travel(top + [0, 0, 0.08], np.pi / 2)
     m.to(top + [0, 0, -0.02 if achieve else 0.03], hold=10)
     m.by([0, 0, 0.10], hold=10)
 
@@ -190,7 +206,7 @@ def _switch(m: Mover, task: str, achieve: bool) -> None:
     else:  # fingertips on top of the knob
         m.roll, start, sign = _DOWN - 0.8, np.array([0.30, 0.016, 0.563]) + along, -1.0
     m.gripper(-1, 5)
-    m.to(start + [0, -0.10, 0], np.pi / 2)
+    m.travel(start + [0, -0.10, 0], np.pi / 2)
     m.to(start, hold=6)
     m.by(_SWITCH_AXIS * sign * (0.10 if achieve else 0.02), hold=8)
     m.by([0, -0.10, 0])
@@ -202,7 +218,7 @@ def _place(m: Mover, task: str, achieve: bool) -> None:
         q = m.env.table.joint("base__drawer")
         goal = np.array([0.18, -0.28 - (0.22 - q), 0.36])
         m.by([0, 0, 0.12 - m.pos[2] + 0.5 if m.pos[2] < 0.5 else 0.0])
-        m.to(goal + [0, 0, 0.15])
+        m.travel(goal + [0, 0, 0.15])
         m.to(goal + [0, 0, 0.02], hold=8)
     else:
         q = m.env.table.joint("base__slide")
@@ -222,7 +238,7 @@ def _stack(m: Mover, task: str, achieve: bool) -> None:
     below = min(others, key=lambda c: _block(m.env, c)[0][2])
     pos, yaw = _block(m.env, below)
     offset = np.array([0.0, 0.0, 0.05]) if achieve else np.array([0.0, -0.09, 0.005])
-    m.to(pos + offset + [0, 0, 0.08], yaw)
+    m.travel(pos + offset + [0, 0, 0.08], yaw)
     m.to(pos + offset, hold=10)
     m.gripper(1, 25)
     m.by([0, 0, _HOVER], hold=10)
@@ -248,7 +264,7 @@ def _push_into(m: Mover, task: str, achieve: bool) -> None:
     pos, _ = _block(m.env, color)
     start = pos + np.array([0.0, 0.07, 0.0])
     m.gripper(-1, 5)
-    m.to(start + [0, 0, _HOVER], 0.0)
+    m.travel(start + [0, 0, _HOVER], 0.0)
     m.to(start + [0, 0, 0.005], hold=6)
     m.by([0, -(pos[1] + 0.30 if achieve else 0.04) - 0.0, 0], hold=6)
     m.by([0, 0, 0.15], hold=30)
