@@ -348,6 +348,10 @@ def _merge_nested(
     return [(m, t) for m, t, _ in out]
 
 
+MAX_STEP_CELLS = 40_000
+"""Top-view cells (at 5 mm: a 1 m square) beyond which a region is not searched for a height step."""
+
+
 def _split_at_height_step(
     mask: np.ndarray,
     pts: np.ndarray,
@@ -379,7 +383,11 @@ def _split_at_height_step(
     top = float(np.percentile(h, 98))
     whole = [(mask, top)]
     xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
+    # Stray points (mixed depth at silhouettes) must not stretch the grid: clip to the bulk's extent.
+    xy = np.clip(xy, np.percentile(xy, 0.5, axis=0), np.percentile(xy, 99.5, axis=0))
     ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
+    if np.prod(ij.max(axis=0) + 1) > MAX_STEP_CELLS:  # wider than any object: not two touching ones
+        return whole
     H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
     np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
     occupied = np.isfinite(H)
