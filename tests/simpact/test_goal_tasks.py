@@ -93,7 +93,7 @@ WRONG_PLANS: dict[str, list[tuple[str, Edit, Callable[[dict[str, Any]], bool]]]]
         ),
         (
             "stays pressed against it in the corner",
-            _keep(0, 1, 2, 3, 4, 5, 6, 7, 8),
+            _keep(0, 1, 2, 3, 4, 5, 6, 7),
             lambda d: d["in_region:box.ok"] and d["not_touched:box.box.robot_contact_at_end"],
         ),
     ],
