@@ -29,7 +29,8 @@ from simpact.core.jsonio import write_json
 from simpact.guard.detector import Event, Thresholds
 from simpact.guard.labels import LABEL_FLOOR_J, LABEL_SPEED, Run, label, simulate
 from simpact.guard.report import plot_episode
-from simpact.guard.suite import FAMILIES, FIX_SUBSTEPS, episode, split_seeds
+from simpact.guard.suite import FAMILIES, FIX_SUBSTEPS, TASKS, episode, split_seeds
+from simpact.tasks import load_task
 
 __all__ = ["SUITE", "audit_settings", "run_audit_bench", "wilson"]
 
@@ -155,11 +156,12 @@ def _summary(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def audit_settings() -> dict[str, Any]:
-    """What changes an audit episode's result besides its seed: the detector's thresholds and the labelling
-    constants."""
+    """What changes an audit episode's result besides its seed: the detector's thresholds, the labelling
+    constants and the task files the suite's scenes come from."""
     return {
         "bench": "audit",
         "suite": 2,
+        "task_files": {name: load_task(name).raw for name in TASKS},
         "thresholds": Thresholds().to_dict(),
         "label": {"speed": LABEL_SPEED, "floor_J": LABEL_FLOOR_J, "fix_substeps": FIX_SUBSTEPS},
     }

@@ -40,6 +40,7 @@ __all__ = [
     "NEGATIVES",
     "SETUPS",
     "SPLITS",
+    "TASKS",
     "Kick",
     "SuiteEpisode",
     "episode",
@@ -61,6 +62,8 @@ NEGATIVES = (
 )
 EXTERNAL = ("kick",)
 FAMILIES = SETUPS + NEGATIVES + EXTERNAL
+TASKS = ("avoid_obstacle", "bowl_stacking", "non_toppling_push", "pivoting")
+"""The tasks whose scenes, objects and reference plans the episodes are drawn from."""
 CYCLE = ("overlap",) * 5 + ("sunk",) * 3 + ("bowl_in_wall",) * 3 + SETUPS[3:] + NEGATIVES + EXTERNAL
 """Seed ``s`` is of family ``CYCLE[s % 24]``: the setups that can make artifacts take half the cycle."""
 SPLITS = {"dev": 0, "eval": 120_000}

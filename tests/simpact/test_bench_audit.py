@@ -11,6 +11,7 @@ from simpact.bench.audit_rollouts import run_rollout_audit
 from simpact.bench.episodes import RUNS, settings_id
 from simpact.bench.perf import run_perf
 from simpact.guard.detector import Thresholds
+from simpact.guard.suite import TASKS
 
 
 def test_audit_bench_is_resumable_and_scores_the_planners_detector(tmp_path):
@@ -46,6 +47,7 @@ def test_wilson_intervals():
 def test_changed_detector_thresholds_rerun_the_episodes(tmp_path, monkeypatch):
     out = tmp_path / "audit"
     assert audit_settings()["thresholds"] == Thresholds().to_dict()  # the detector's own values
+    assert set(audit_settings()["task_files"]) == set(TASKS)  # a changed task file changes the scenes
     first = run_audit_bench(out, seeds=[14])
     assert first["ran"] == 1 and first["ignored"] == 0
     monkeypatch.setattr(audit, "Thresholds", lambda: Thresholds(min_speed=0.6))
