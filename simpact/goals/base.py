@@ -68,8 +68,9 @@ def progress(violation: float, scale: float) -> float:
 
 
 def outcome(ok: bool, raw_score: float, **details: Any) -> Outcome:
-    """An outcome whose score is 1 when ``ok`` and at most 0.99 otherwise."""
-    score = 1.0 if ok else float(np.clip(raw_score, 0.0, 0.99))
+    """An outcome whose score is 1 when ``ok`` and otherwise 0.99 times ``raw_score`` (clipped to [0, 1]),
+    so near misses still rank by how near they are."""
+    score = 1.0 if ok else 0.99 * float(np.clip(raw_score, 0.0, 1.0))
     return Outcome(bool(ok), score, {k: _plain(v) for k, v in details.items()})
 
 
