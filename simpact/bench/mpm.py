@@ -72,13 +72,17 @@ def _warp_rate(steps: int, processes: int) -> dict[str, Any]:
         start = time.perf_counter()
         pool.map(_warp_squeeze, [steps] * processes)
         wall = time.perf_counter() - start
+    return {"processes": processes, **_rate(processes * steps, dt, wall)}
+
+
+def _rate(substeps: int, dt: float, wall: float) -> dict[str, Any]:
+    """Throughput of ``substeps`` squeeze substeps of ``dt`` s (summed over processes) in ``wall`` s."""
     return {
-        "processes": processes,
         "dt_s": dt,
-        "substeps": steps,
+        "substeps": substeps,
         "wall_s": wall,
-        "sim_s_per_wall_s": processes * steps * dt / wall,
-        "particle_substeps_per_s": processes * steps * _EDGE**3 / wall,
+        "sim_s_per_wall_s": substeps * dt / wall,
+        "particle_substeps_per_s": substeps * _EDGE**3 / wall,
     }
 
 
@@ -102,14 +106,7 @@ def _taichi_rate(steps: int, threads: int = 2) -> dict[str, Any]:
         step(top, s + 1)
     ti.sync()
     wall = time.perf_counter() - start
-    return {
-        "threads": threads,
-        "dt_s": dt,
-        "substeps": steps,
-        "wall_s": wall,
-        "sim_s_per_wall_s": steps * dt / wall,
-        "particle_substeps_per_s": steps * _EDGE**3 / wall,
-    }
+    return {"threads": threads, **_rate(steps, dt, wall)}
 
 
 def dough_squeeze(dx: float, duration: float = 1.0) -> dict[str, Any]:

@@ -186,17 +186,31 @@ def cmd_bench(args: argparse.Namespace) -> None:
     )
 
 
-def cmd_bench_rope(args: argparse.Namespace) -> None:
-    positive_int(args.repeats, "--repeats")
-    folder = reusable_out(args.out)
-    with RunRecord.start(folder, "bench rope", {"repeats": args.repeats}) as record:
+def _sectioned(
+    folder: Path,
+    command: str,
+    settings: dict[str, Any],
+    run: Callable[[Callable[[str, dict[str, Any]], None]], dict[str, Any]],
+) -> dict[str, Any]:
+    """``run(progress)`` of a bench whose sections go into ``folder/result.json`` as each finishes (an
+    interrupted run keeps the finished ones)."""
+    with RunRecord.start(folder, command, settings) as record:
 
         def progress(name: str, section: dict[str, Any]) -> None:
             record.update(**{name: section})
             print(f"  {name}: done", flush=True)
 
-        result = run_rope_bench(args.repeats, progress)
+        result = run(progress)
         record.finish("done")
+    return result
+
+
+def cmd_bench_rope(args: argparse.Namespace) -> None:
+    positive_int(args.repeats, "--repeats")
+    folder = reusable_out(args.out)
+    result = _sectioned(
+        folder, "bench rope", {"repeats": args.repeats}, lambda p: run_rope_bench(args.repeats, p)
+    )
     cable, realtime = result["rope_vs_mujoco_cable"], result["realtime"]
     print(
         f"bench rope: rope_vs_mujoco_cable {cable['rope_vs_mujoco_cable']['median']:.2f}, "
@@ -209,14 +223,9 @@ def cmd_bench_rope(args: argparse.Namespace) -> None:
 def cmd_bench_mpm(args: argparse.Namespace) -> None:
     positive_int(args.steps, "--steps")
     folder = reusable_out(args.out)
-    with RunRecord.start(folder, "bench mpm", {"steps": args.steps}) as record:
-
-        def progress(name: str, section: dict[str, Any]) -> None:
-            record.update(**{name: section})
-            print(f"  {name}: done", flush=True)
-
-        result = run_mpm_bench(args.steps, progress=progress)
-        record.finish("done")
+    result = _sectioned(
+        folder, "bench mpm", {"steps": args.steps}, lambda p: run_mpm_bench(args.steps, progress=p)
+    )
     ratio = result["mpm_vs_taichi"]["ratio"]
     squeeze = result["dough_squeeze_wall_s"]["wall_s"]
     print(
