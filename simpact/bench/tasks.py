@@ -99,6 +99,8 @@ def _planner_record(task: Any, scene: Any, world: Any, episode: TaskEpisode) -> 
     summary.pop("proposals")
     for key in ("task", "seed", "wall_s"):
         summary.pop(key)
+    # the episode line names its planner as the bench does (``planner``: the name), the rest as planner_info
+    summary["planner_info"] = summary.pop("planner", None)
     chosen = result.chosen
     return {
         **summary,
