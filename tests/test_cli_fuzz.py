@@ -283,6 +283,13 @@ CASES: list[tuple[list[str], str]] = [
     (["bench", "sim2real", "--rejected", "-1", "--out", "o"], "--rejected"),
     (["bench", "sim2real", "--workers", "0", "--out", "o"], "--workers"),
     (["bench", "sim2real", "--seeds", "1", "--out", "afile"], "is a file"),
+    (["bench", "rope", "--repeats", "0", "--out", "o"], "--repeats"),
+    (["bench", "rope", "--out", "afile"], "is a file"),
+    (["bench", "mpm", "--steps", "-3", "--out", "o"], "--steps"),
+    (["bench", "mpm", "--out", "afile"], "is a file"),
+    (["bench", "calvin", "--chains", "0", "--out", "o"], "--chains"),
+    (["bench", "calvin", "--start", "1000", "--out", "o"], "--start"),
+    (["bench", "calvin", "--out", "afile"], "is a file"),
 ]
 
 

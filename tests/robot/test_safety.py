@@ -61,7 +61,8 @@ def test_reference_plans_pass_every_check(name: str) -> None:
     assert validation.ok, validation.reason
     assert validation.simulation is not None
     contacts = validation.simulation["contacts"]
-    assert contacts, "every reference plan touches an object"
+    if any(o.kind == "rigid" and not o.fixed and o.collides for o in scene.objects):  # rigid contacts only
+        assert contacts, "every reference plan touches an object"
     assert all(c["intended"] for c in contacts)
     assert validation.simulation["ik_residual_max_m"] < 0.005
 
