@@ -342,12 +342,13 @@ class Recorder:
         self._nchunks = 0
         self._extras = checkpoint_extras
         self._saved: dict[str, Any] | None = None
-        """The manifest of the last checkpoint (on disk once the writes are done)."""
+        """The manifest of the last checkpoint whose chunk, checkpoint and manifest are all on disk."""
         self.resumed_extras: dict[str, np.ndarray] = {}
         """The ``checkpoint_extras`` of the checkpoint :meth:`restore` continued from."""
         self.background_write = background_write
         self._writer: ThreadPoolExecutor | None = None
-        self._pending: list[Future[int]] = []
+        self._pending: list[tuple[Future[int], dict[str, Any]]] = []
+        self._write_failed = False
         self.bytes_written = 0
         """Compressed bytes written to ``out`` (complete after :meth:`close`)."""
 
@@ -487,22 +488,29 @@ class Recorder:
         unless ``background_write`` is off (zlib releases the GIL, so compression overlaps the stepping)."""
         assert self.out is not None
         self._finish_manifest()
-        self._saved = self.manifest.to_dict()
-        job = functools.partial(_store, self.out, name, chunk, self._checkpoint(), self._saved)
+        manifest = self.manifest.to_dict()
+        job = functools.partial(_store, self.out, name, chunk, self._checkpoint(), manifest)
         if not self.background_write:
             self.bytes_written += job()
+            self._saved = manifest
             return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="simuguard-writer")
-        self._pending.append(self._writer.submit(job))
+        self._pending.append((self._writer.submit(job), manifest))
 
     def _wait_writes(self) -> None:
-        for future in self._pending:
+        """Wait for the writes under way; the manifest of the last one completed becomes the saved one (an
+        interruption anywhere in here or in :meth:`_write` leaves ``_saved`` naming only files on disk)."""
+        while self._pending:
+            future, manifest = self._pending[0]
             try:
                 self.bytes_written += future.result()
+                if not self._write_failed:  # a later manifest would list the chunk that failed
+                    self._saved = manifest
             except Exception as exc:
+                self._write_failed = True
                 self._fail(exc, "while writing a chunk")
-        self._pending = []
+            self._pending.pop(0)
         if self._writer is not None:
             self._writer.shutdown()
             self._writer = None

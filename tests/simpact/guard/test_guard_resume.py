@@ -72,6 +72,32 @@ def test_an_interrupted_recording_resumes_bit_for_bit(tmp_path, arm, stop):
         assert (part / "chunk_00000.npz").stat().st_mtime_ns == before
 
 
+def test_an_interrupt_while_a_chunk_is_queued_leaves_only_written_chunks_listed(tmp_path, arm, monkeypatch):
+    """Ctrl-C / SIGTERM may land in the main thread after a chunk is listed but before its write is
+    queued: the interrupted manifest must still name only files on disk, and resume must complete it."""
+    full = tmp_path / "full"
+    record_mjcf(arm, STEPS, full, ctrl=CTRL)
+    real = Recorder._checkpoint
+    calls = []
+
+    def interrupted_third(self: Recorder) -> dict:
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self)
+
+    part = tmp_path / "part"
+    monkeypatch.setattr(Recorder, "_checkpoint", interrupted_third)
+    with pytest.raises(KeyboardInterrupt):
+        record_mjcf(arm, STEPS, part, ctrl=CTRL)
+    monkeypatch.undo()
+    man = read_manifest(part)
+    assert man.status == "interrupted" and man.chunks == ["chunk_00000.npz", "chunk_00001.npz"]
+    assert man.nsteps == 500 and not (part / "chunk_00002.npz").exists()
+    record_mjcf(arm, STEPS, part, ctrl=CTRL, resume=True)
+    assert_same_folders(full, part)
+
+
 def test_a_resumed_task_recording_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     """The task's collected rows travel in the checkpoint: the resumed recording's verdict is the same."""
     full = tmp_path / "full"
