@@ -93,3 +93,11 @@ def test_video_films_the_static_camera_of_each_chain(tmp_path):
     record = json.loads((tmp_path / "runs.jsonl").read_text())
     frames = iio.imread(record["video"])
     assert result["chains"] == 1 and frames.shape[0] == 2 and frames.shape[1:3] == (200, 200)
+
+
+def test_an_unknown_executor_or_a_policy_object_on_ray_is_refused_before_any_chain(tmp_path):
+    with pytest.raises(SimpactError, match="executor"):
+        run_calvin(tmp_path, 0, 1, executor="dask")
+    with pytest.raises(SimpactError, match="mode names the policy"):
+        run_calvin(tmp_path, 0, 1, policy=scripted_policy, executor="ray")
+    assert not (tmp_path / "runs.jsonl").exists()

@@ -1,7 +1,9 @@
 """``simpact bench calvin``: CALVIN's long-horizon evaluation over chains, resumable, beside published ones.
 
 One line per finished chain in ``DIR/runs.jsonl`` (the shared episode log, keyed ``("calvin", chain)``),
-so a killed run resumes without losing or repeating a chain. The summary has SR1..SR5, the average length,
+so a killed run resumes without losing or repeating a chain. Chains run one after another in this process,
+or, with ``executor="ray"``, as Ray tasks on a cluster (each worker builds its own environment) while this
+process appends their records to the same log. The summary has SR1..SR5, the average length,
 the back-end, the mode and the wall time per chain. Mode ``scripted`` runs the privileged scripted motions
 (rebuild back-end): it checks the environment and the protocol end to end; it is not a policy to rank.
 """
@@ -11,14 +13,17 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from simpact.bench.episodes import EpisodeLog, duration, settings_id
+from simpact.bench.episodes import BenchError, EpisodeLog, duration, settings_id
+from simpact.bench.ray_executor import ray_map
 from simpact.calvin.data import EP_LEN, Chain, load_chains
 from simpact.calvin.evaluate import PUBLISHED, Policy, evaluate_chain, scripted_policy, summarise
 from simpact.calvin.official import make_env
 from simpact.core.errors import SimpactError
+from simpact.core.vocab import EXECUTORS
 from solvers.mujoco.render import VideoWriter
 
 __all__ = ["MODES", "CalvinProgress", "format_table", "run_calvin"]
@@ -84,6 +89,45 @@ class CalvinProgress:
         self.stream.flush()
 
 
+@dataclass(frozen=True)
+class _ChainJob:
+    """One chain to evaluate, as a Ray task receives it: the policy by its mode's name (a module-level
+    function, looked up in the worker), the resolved back-end, the video file or None."""
+
+    chain: Chain
+    mode: str
+    backend: str
+    video: Path | None = None
+
+
+def _chain_record(env: Any, job: _ChainJob, act: Policy) -> dict[str, Any]:
+    """The chain's episode-log record, evaluated (and filmed) in ``env``."""
+    video = job.video
+    done = _filmed(env, job.chain, act, video) if video else evaluate_chain(env, job.chain, act)
+    return {"task": _KEY, "seed": job.chain.index, "mode": job.mode, **done}
+
+
+def _chain_task(job: _ChainJob) -> dict[str, Any]:
+    """A Ray task: build this worker's own environment, evaluate the chain, close it. An exception becomes
+    an ``error`` record (not logged: retried on resume), so that one broken chain does not stop the rest."""
+    try:
+        env = make_env(job.backend)
+        try:
+            return _chain_record(env, job, MODES[job.mode])
+        finally:
+            env.close()
+    except Exception as exc:  # noqa: BLE001 - reported by the driver in one line
+        return {"task": _KEY, "seed": job.chain.index, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _reporter(progress: CalvinProgress | None) -> Callable[[dict[str, Any]], None] | None:
+    """The log's ``on_record`` hook: a finished chain to the progress display (errors are reported once, at
+    the end)."""
+    if progress is None:
+        return None
+    return lambda record: None if "error" in record else progress.record(record)
+
+
 def run_calvin(
     out: Path,
     start: int,
@@ -93,12 +137,25 @@ def run_calvin(
     progress: CalvinProgress | None = None,
     policy: Policy | None = None,
     video: bool = False,
+    *,
+    executor: str = "local",
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Evaluate chains ``start .. start+count-1``; finished chains are logged and skipped on a rerun.
-    With ``video``, each chain's static-camera film goes to ``out/videos/chain_NNNN.mp4``."""
+    With ``video``, each chain's static-camera film goes to ``out/videos/chain_NNNN.mp4``.
+
+    ``executor="ray"`` runs each chain as a Ray task (on a running cluster, else on a local Ray instance
+    with ``workers`` CPUs) whose worker builds its own environment; this process appends each record to the
+    same log as it arrives. Its policy is the mode's (``policy`` is refused); videos are written by the
+    workers, so on several machines ``out`` must be a folder they share."""
     if mode not in MODES:
         raise SimpactError(f"unknown CALVIN mode {mode!r}; choose from {', '.join(MODES)}")
+    if executor not in EXECUTORS:
+        raise BenchError(f"unknown executor '{executor}'; expected one of {', '.join(EXECUTORS)}")
+    if executor == "ray" and policy is not None:
+        raise BenchError("a policy object runs with executor local only; with ray the mode names the policy")
     chains = load_chains(start, count)
+    out = Path(out).resolve() if executor == "ray" else Path(out)  # workers may run elsewhere
     env = make_env(backend)
     try:
         if mode == "scripted" and env.backend != "rebuild":
@@ -111,22 +168,31 @@ def run_calvin(
         todo = set(log.todo(wanted))
         if progress is not None:
             progress.start(len(wanted), log.records(wanted))
-        act = policy or MODES[mode]
-        on_record: Callable[[dict[str, Any]], None] | None = progress.record if progress else None
-        for chain in chains:
-            if (_KEY, chain.index) in todo:
-                path = out / "videos" / f"chain_{chain.index:04d}.mp4"
-                done = _filmed(env, chain, act, path) if video else evaluate_chain(env, chain, act)
-                log.append([{"task": _KEY, "seed": chain.index, "mode": mode, **done}], on_record)
+        jobs = [
+            _ChainJob(c, mode, env.backend, out / "videos" / f"chain_{c.index:04d}.mp4" if video else None)
+            for c in chains
+            if (_KEY, c.index) in todo
+        ]
+        if executor == "ray":
+            finished = ray_map(_chain_task, jobs, workers)
+        else:
+            act = policy or MODES[mode]
+            finished = (_chain_record(env, job, act) for job in jobs)
+        errors = log.append(finished, _reporter(progress))
     finally:
         env.close()
         if progress is not None:
             progress.close()
+    if errors:
+        failed = "; ".join(f"chain {e['seed']}: {e['error']}" for e in errors[:3])
+        more = f"; {len(errors) - 3} more" if len(errors) > 3 else ""
+        raise BenchError(f"{len(errors)} chain(s) failed ({failed}{more}); rerun with this --out to retry")
     records = log.records(wanted)
     return {
         **summarise(records),
         "backend": env.backend,
         "mode": mode,
+        "executor": executor,
         "first_chain": start,
         "wall_s_per_chain": {str(r["chain"]): r["wall_s"] for r in records},
         "ignored": log.ignored,

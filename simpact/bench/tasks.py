@@ -19,7 +19,6 @@ rerun are counted separately (``repaired_successes``).
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from simpact.bench.episodes import BenchError, EpisodeLog, Progress, task_settings
+from simpact.bench.ray_executor import ray_map
 from simpact.core.jsonio import write_json
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS
 from simpact.planner.loop import LoopConfig
@@ -126,8 +126,8 @@ def _safe_episode(episode: TaskEpisode) -> dict[str, Any]:
 
 def _execute(episodes: Sequence[TaskEpisode], executor: str, workers: int) -> Iterator[dict[str, Any]]:
     """Records of ``episodes`` in the order they finish."""
-    if executor == "ray":
-        return _ray(episodes, workers)
+    if executor == "ray":  # each episode a Ray task, on a cluster or a local Ray instance
+        return ray_map(_safe_episode, episodes, workers)
     if executor != "local":
         raise BenchError(f"unknown executor '{executor}'; expected one of {', '.join(EXECUTORS)}")
     if workers <= 1 or len(episodes) <= 1:
@@ -144,25 +144,6 @@ def _pool(episodes: Sequence[TaskEpisode], workers: int) -> Iterator[dict[str, A
             yield future.result()
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _ray(episodes: Sequence[TaskEpisode], workers: int) -> Iterator[dict[str, Any]]:
-    try:
-        import ray
-    except ImportError:
-        raise BenchError("--executor ray needs Ray, which is not installed: pip install ray") from None
-    if not ray.is_initialized():
-        try:
-            ray.init(address="auto")  # an existing cluster (RAY_ADDRESS or a local `ray start`)
-        except ConnectionError:
-            ray.init(num_cpus=workers)  # none running: start a local one
-    # mujoco picks its GL back-end at import, before the task runs: a cluster's worker gets the setting here
-    gl = {"env_vars": {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}}
-    remote = ray.remote(runtime_env=gl)(_safe_episode)
-    pending = [remote.remote(e) for e in episodes]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        yield ray.get(done[0])
 
 
 # --- the benchmark --------------------------------------------------------------------------------------

@@ -320,14 +320,22 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
         raise UsageError(f"--start must be a chain index 0..999, got {args.start}")
     out = reusable_out(args.out)
     settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend,
-                "video": args.video}  # fmt: skip
+                "video": args.video, "executor": args.executor}  # fmt: skip
     try:
         result = _recorded(
             out,
             "bench calvin",
             settings,
             lambda: run_calvin(
-                out, args.start, args.chains, args.mode, args.backend, CalvinProgress(), video=args.video
+                out,
+                args.start,
+                args.chains,
+                args.mode,
+                args.backend,
+                CalvinProgress(),
+                video=args.video,
+                executor=args.executor,
+                workers=os.cpu_count() or 1,  # the CPUs of a local Ray instance, when no cluster runs
             ),
         )
     except BenchError as exc:
@@ -358,6 +366,12 @@ def _add_calvin(bench: Any) -> None:
         help="official calvin_env or the PyBullet rebuild (auto: official when importable)",
     )
     p.add_argument("--video", action="store_true", help="film each chain's static camera (DIR/videos/)")
+    p.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="local",
+        help="chains one after another here, or as Ray tasks (ray: the cluster at RAY_ADDRESS, else local)",
+    )
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
     p.set_defaults(func=cmd_bench_calvin)
 
