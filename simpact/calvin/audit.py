@@ -6,11 +6,14 @@ its ``pb`` module: every ``stepSimulation`` the environment makes (the reset's s
 each control step, ``settle``) is recorded at 240 Hz without changing it (the proxy only reads PyBullet
 state around the call; trajectories are bit-identical with auditing on or off). Per physics step it keeps:
 
-- before the step, every moving body's centre-of-mass pose and linear / angular velocity: the blocks
-  (``getBasePositionAndOrientation``, ``getBaseVelocity``), the table's articulated links (slider, drawer,
-  button, switch) and every robot link (``getLinkStates`` with forward kinematics and link velocities);
-- after the step, the contact points that acted during it (``getContactPoints``: bodies, links, position
-  on A, normal on B, distance, normal force).
+- before the step, the blocks' centre-of-mass pose and linear / angular velocity
+  (``getBasePositionAndOrientation``, ``getBaseVelocity``);
+- after the step, the pose and velocity of every moving link, the table's articulated ones (slider, drawer,
+  button, switch) and every robot link (``getLinkStates`` with link velocities and without forward
+  kinematics: the cached poses are then those at the start of the step, PyBullet's own forward kinematics;
+  fresh ones would refresh the cache ``robot_obs`` reads and so change what a policy sees), and the contact
+  points that acted during the step (``getContactPoints``: bodies, links, position on A, normal on B,
+  distance, normal force).
 
 :meth:`PhysicsAudit.recording` builds the guard's own :class:`~simpact.guard.store.Recording` from them
 (the type the MuJoCo recorder produces), with the same conventions: row ``k`` is the state at the start of
@@ -259,10 +262,11 @@ class PhysicsAudit:
         self._bases = array("d")
         """13 numbers per free base and row: COM position, quaternion (x, y, z, w), linear, angular
         velocity (one array of floats: no Python objects kept per step)."""
-        self._link_pose = array("d")
-        """7 numbers per moving link and row: COM position, quaternion."""
-        self._link_vel = array("d")
-        """6 numbers per moving link and row: linear and angular velocity of its COM."""
+        self._links_after = array("d")
+        """13 numbers per moving link and step, read after it: the COM pose at the step's start (position,
+        quaternion) and the linear and angular velocity at its end (the next row's)."""
+        self._links_first = array("d")
+        """The same read before the first step (for the first row's velocities)."""
         self._valid: list[bool] = []
         self._contacts = array("d")
         """13 numbers per contact point: step, uid A, uid B, link A, link B, position on A (3), normal on B
@@ -276,17 +280,14 @@ class PhysicsAudit:
             lin, ang = pb.getBaseVelocity(uid, physicsClientId=cid)
             extend(pos + quat + lin + ang)
 
-    def _read_links(self, pose: array[float] | None, vel: array[float]) -> None:
-        pb, cid, vextend = self._pb, self._cid, vel.extend
-        pextend = pose.extend if pose is not None else None
+    def _read_links(self, out: array[float]) -> None:
+        pb, cid, extend = self._pb, self._cid, out.extend
         for uid, links in self._links:
             states = pb.getLinkStates(
                 uid, links, computeLinkVelocity=1, computeForwardKinematics=0, physicsClientId=cid
             )
             for pos, quat, _, _, _, _, lin, ang in states:
-                if pextend is not None:
-                    pextend(pos + quat)
-                vextend(lin + ang)
+                extend(pos + quat + lin + ang)
 
     def _guard(self, fill: list[tuple[array[float], int]], read: Any, *args: Any) -> bool:
         """``read(*args)``; on an exception the arrays in ``fill`` get NaN rows of their sizes instead."""
@@ -309,21 +310,15 @@ class PhysicsAudit:
     def _before(self) -> None:
         ok = self._guard([(self._bases, 13 * len(self._free))], self._read_bases, self._bases)
         if self.nsteps == 0:  # the first row's link velocities
-            ok &= self._guard(
-                [(self._link_vel, 6 * len(self._link_ids))], self._read_links, None, self._link_vel
-            )
+            first = self._links_first
+            ok &= self._guard([(first, 13 * len(self._link_ids))], self._read_links, first)
         self._valid.append(ok)
 
     def _after(self) -> None:
         k = self.nsteps
         self.nsteps += 1
-        nl = len(self._link_ids)
-        ok = self._guard(
-            [(self._link_pose, 7 * nl), (self._link_vel, 6 * nl)],
-            self._read_links,
-            self._link_pose,
-            self._link_vel,
-        )
+        links = self._links_after
+        ok = self._guard([(links, 13 * len(self._link_ids))], self._read_links, links)
         try:
             extend = self._contacts.extend
             for p in self._pb.getContactPoints(physicsClientId=self._cid):
@@ -376,22 +371,22 @@ class PhysicsAudit:
         (its link poses moved on by one step at the links' velocities)."""
         n, nf, nl = self.nsteps, len(self._free), len(self._link_ids)
         final = self._final if self._final is not None else self._final_bases()  # attached: now
-        vel = self._link_vel
-        pose = np.frombuffer(self._link_pose, dtype=float).reshape(n, nl, 7)
         if n == 0:  # nothing stepped: the links as cached now
-            pose, vel = np.zeros((0, nl, 7)), array("d")
             now: array[float] = array("d")
-            self._guard([(now, 7 * nl), (vel, 6 * nl)], self._read_links, now, vel)
-            last = np.frombuffer(now, dtype=float).reshape(1, nl, 7)
+            self._guard([(now, 13 * nl)], self._read_links, now)
+            pose, vel = np.zeros((0, nl, 7)), np.frombuffer(now, dtype=float).reshape(1, nl, 13)[..., 7:]
+            last = np.frombuffer(now, dtype=float).reshape(1, nl, 13)[..., :7].copy()
         else:
+            after = np.frombuffer(self._links_after, dtype=float).reshape(n, nl, 13)
+            first = np.frombuffer(self._links_first, dtype=float).reshape(1, nl, 13)
+            pose, vel = after[..., :7], np.concatenate([first[..., 7:], after[..., 7:]])
             last = pose[-1:].copy()
-        lin_vel = np.frombuffer(vel, dtype=float).reshape(n + 1, nl, 6)
-        last[0, :, :3] += lin_vel[-1, :, :3] * self.dt
+            last[0, :, :3] += vel[-1, :, :3] * self.dt
         out = np.broadcast_to(self._static, (n + 1, *self._static.shape)).copy()
         bases = np.concatenate([np.frombuffer(self._bases, dtype=float), np.frombuffer(final, dtype=float)])
         out[:, self._base_ids] = bases.reshape(n + 1, nf, 13)
         out[:, self._link_ids, :7] = np.concatenate([pose, last])
-        out[:, self._link_ids, 7:] = lin_vel
+        out[:, self._link_ids, 7:] = vel
         return out
 
     def recording(self, meta: Mapping[str, Any] | None = None) -> Recording:
