@@ -484,6 +484,11 @@ class Task:
         result = self._check(rollout, scene, self.targets(seed), self.success_params)
         return Evaluation(bool(result.success), float(np.clip(result.score, 0.0, 1.0)), result.details)
 
+    def lasting_failures(self, evaluation: Evaluation) -> list[str]:
+        """The goal predicates ``evaluation`` failed that judge the whole rollout (failed once, failed for
+        every continuation of it); empty for a task whose check is Python."""
+        return [] if self.goal is None else self.goal.lasting_failures(evaluation.details)
+
     def goal_hints(self, scene: Scene, seed: int = 0) -> list[GoalHint]:
         """What the goal asks of each object in ``scene`` (globs expanded, points resolved), for planners that
         build motions from it; empty for a task whose check is Python."""

@@ -152,6 +152,21 @@ class Goal:
             return Outcome(all(p.ok for p in parts), float(np.exp(np.log(scores).mean())))
         return Outcome(any(p.ok for p in parts), float(scores.max()))
 
+    def lasting_failures(self, details: Mapping[str, Any]) -> list[str]:
+        """Labels of the goal's required predicates (``all`` of the top level) that judge every instant of
+        the rollout and failed in ``details`` (an evaluation's): no continuation of that rollout can
+        succeed."""
+        required = (
+            self.root.parts if isinstance(self.root, Combine) and self.root.op == "all" else (self.root,)
+        )
+        return [
+            leaf.label
+            for leaf in required
+            if isinstance(leaf, Leaf)
+            and leaf.params.get("during", leaf.spec.during) == "rollout"
+            and details.get(f"{leaf.label}.ok") is False
+        ]
+
     def hints(self, scene: Scene, names: Mapping[str, float]) -> list[GoalHint]:
         """Every predicate's hints (``any`` branches included), in the order the goal lists them."""
         ctx = HintContext(scene, names)

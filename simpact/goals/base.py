@@ -155,6 +155,9 @@ class PredicateSpec:
     required: frozenset[str]
     optional: frozenset[str]
     doc: str
+    during: str = "end"
+    """The window it judges unless a task says otherwise: ``end``, or ``rollout`` (every instant; once it
+    fails on a rollout's beginning, no continuation can make it hold)."""
 
 
 PREDICATES: dict[str, PredicateSpec] = {}
@@ -162,9 +165,15 @@ PREDICATES: dict[str, PredicateSpec] = {}
 
 
 def register(
-    name: str, *, required: tuple[str, ...] = (), optional: tuple[str, ...] = (), hints: Hints | None = None
+    name: str,
+    *,
+    required: tuple[str, ...] = (),
+    optional: tuple[str, ...] = (),
+    hints: Hints | None = None,
+    during: str = "end",
 ) -> Callable[[Check], Check]:
-    """Decorator: register ``check(params, context) -> Outcome`` as goal predicate ``name``."""
+    """Decorator: register ``check(params, context) -> Outcome`` as goal predicate ``name``, judged over
+    ``during`` (its default window) unless a task's ``during`` says otherwise."""
 
     def add(check: Check) -> Check:
         PREDICATES[name] = PredicateSpec(
@@ -174,6 +183,7 @@ def register(
             frozenset(required),
             frozenset(optional) | {"label"},
             (check.__doc__ or "").strip(),
+            during,
         )
         return check
 

@@ -348,7 +348,13 @@ def _keep_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
     return [GoalHint(n, "keep") for n in ctx.expand(params["object"])]
 
 
-@register("stays_on_table", required=("object",), optional=("max_lift", "during", "scale"), hints=_keep_hints)
+@register(
+    "stays_on_table",
+    required=("object",),
+    optional=("max_lift", "during", "scale"),
+    hints=_keep_hints,
+    during="rollout",
+)
 def stays_on_table(params: Mapping[str, Any], ctx: Context) -> Outcome:
     """The object is never lifted: its lowest point stays within ``max_lift`` (default 0.01) m of where it
     started (over ``during``, default the whole rollout) and its centre ends over the table top."""
@@ -386,7 +392,11 @@ def _motion(ctx: Context, name: str, during: Any) -> tuple[float, float]:
 
 
 @register(
-    "not_moved", required=("object",), optional=("tolerance", "max_deg", "during", "scale"), hints=_keep_hints
+    "not_moved",
+    required=("object",),
+    optional=("tolerance", "max_deg", "during", "scale"),
+    hints=_keep_hints,
+    during="rollout",
 )
 def not_moved(params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Every object matching ``object`` stays within ``tolerance`` (default 0.01) m of its start (and, with
@@ -447,7 +457,11 @@ def _clearance(ctx: Context, a: str, b: str, during: Any) -> float:
 
 
 @register(
-    "not_touched", required=("object",), optional=("by", "margin", "during", "scale"), hints=_keep_hints
+    "not_touched",
+    required=("object",),
+    optional=("by", "margin", "during", "scale"),
+    hints=_keep_hints,
+    during="rollout",
 )
 def not_touched(params: Mapping[str, Any], ctx: Context) -> Outcome:
     """Nothing named in ``by`` touches ``object`` over ``during`` (default the whole rollout). ``by``:

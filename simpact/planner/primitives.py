@@ -7,7 +7,8 @@ symbolic actions of :mod:`simpact.core.actions`, so its plans execute and are au
 
 Primitives (every one but ``hold`` ends by letting go and retreating upward):
 
-* ``push``: push an object from the side opposite an aim point, fingertips at a height, toward the point.
+* ``push``: push an object from the side opposite an aim point, fingertips at a height, toward the point
+  (with the fingers' front, or their side so the hand spans the push's line and clears walls beside it).
 * ``pick``: grasp an object (from above, fingers across its narrowest side) and place it at a point or on /
   in another object (its top, or a bowl's inner floor).
 * ``hold``: grasp an object and lift it by a height, holding it there.
@@ -54,6 +55,9 @@ __all__ = [
 
 FINGER_FRONT = 0.0105
 """Fingertip front face ahead of the TCP along a push with the opening axis across it, m."""
+FINGER_SIDE = 0.015
+"""Closed fingers' outer side beyond their inner face, along the opening axis (a push with the fingers'
+side, the opening axis along the push: the hand then spans the push's line, not across it), m."""
 MAX_OPEN = 0.08
 """Widest gripper opening, m."""
 MIN_Z = 0.003
@@ -283,8 +287,9 @@ def safe_height(boxes: Mapping[str, Box]) -> float:
 
 def push_builder(name: str, goal: np.ndarray) -> Builder:
     def build(ctx: Context, v: np.ndarray) -> _Path:
-        aim_x, aim_y, height, lateral, overshoot, width, side, route = v
+        aim_x, aim_y, height, lateral, overshoot, width, side, route, sideways = v
         box = ctx.boxes[name]
+        along = sideways >= 0.5
         aim = goal[:2] + np.array([aim_x, aim_y])
         path = _Path(ctx.tcp)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
@@ -295,9 +300,9 @@ def push_builder(name: str, goal: np.ndarray) -> Builder:
             if float(np.linalg.norm(via - c)) < 0.01 or float(np.linalg.norm(aim - via)) < 0.01:
                 via = None
         if via is not None:
-            _push_leg(path, ctx, box, c, via, height, lateral, 0.0, width)
+            _push_leg(path, ctx, box, c, via, height, lateral, 0.0, width, along)
             c = via
-        _push_leg(path, ctx, box, c, aim, height, lateral, overshoot, width)
+        _push_leg(path, ctx, box, c, aim, height, lateral, overshoot, width, along)
         return path
 
     return build
@@ -306,12 +311,15 @@ def push_builder(name: str, goal: np.ndarray) -> Builder:
 def _detour(ctx: Context, box: Box, aim: np.ndarray, side: float) -> np.ndarray | None:
     """A point beside the first colliding object that the straight push of ``box`` to ``aim`` would hit
     (its nearest approach less than both half sizes plus 2 cm): clear of it by 3 cm plus up to 4 cm more
-    (``|side|``), on the ``side`` (sign) of the push; None when nothing is in the way."""
+    (``|side|``), on the ``side`` (sign) of the push; None when nothing is in the way. An object the box
+    would touch at the aim (a wall the goal lies against) borders the goal and is not in the way."""
     c = box.centre[:2]
     d = _unit(aim - c)
     length = float(np.linalg.norm(aim - c))
     for other in ctx.boxes.values():
         if other.name == box.name or not other.collides or other.top < 0.01:
+            continue
+        if np.all(np.abs(other.centre[:2] - aim) < other.half[:2] + box.half[:2] + 0.02):
             continue
         rel = other.centre[:2] - c
         along = float(rel @ d)
@@ -335,16 +343,23 @@ def _push_leg(
     lateral: float,
     overshoot: float,
     width: float,
+    along: bool = False,
 ) -> None:
     """Fingertips ``height`` (fraction of the object's height) up, ``lateral`` (fraction of its half width)
-    aside, push the object's centre from ``c`` to ``aim`` + ``overshoot`` along the push, back off, rise."""
+    aside, push the object's centre from ``c`` to ``aim`` + ``overshoot`` along the push, back off, rise.
+    The fingers (``width`` apart) push with their front, the opening axis across the push, or ``along`` it
+    with their side (the hand then clears walls beside the push's line)."""
     d = _unit(aim - c)
     n = _perp(d)
     dist = float(np.linalg.norm(aim - c))
     e = box.extent(d)
-    start = c - d * (e + FINGER_FRONT + 0.03) + n * lateral * box.extent(n)
+    front = width / 2 + FINGER_SIDE if along else FINGER_FRONT
+    start = c - d * (e + front + 0.03) + n * lateral * box.extent(n)
     z = max(box.bottom + height * 2 * box.half[2], MIN_Z + 0.002)
-    path.turn_to(math.atan2(d[1], d[0]) + math.pi / 2, "fingers across the push")
+    if along:
+        path.turn_to(math.atan2(d[1], d[0]), "fingers along the push, their side pushing")
+    else:
+        path.turn_to(math.atan2(d[1], d[0]) + math.pi / 2, "fingers across the push")
     path.grip(width, "pusher width")
     path.move_to(start[0], start[1], reason=f"behind {box.name}, opposite the aim")
     path.to_z(z, f"down to the push height on {box.name}")

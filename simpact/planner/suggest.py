@@ -118,9 +118,9 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box]) -> list[Primi
                 "push",
                 name,
                 f"({point[0]:.3f}, {point[1]:.3f})",
-                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side", "route"),
-                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0, -1.0),
-                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0, 1.0),
+                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side", "route", "sideways"),
+                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0, -1.0, 0.0),
+                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0, 1.0, 1.0),
                 push_builder(name, point),
             )
         )

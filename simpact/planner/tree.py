@@ -87,6 +87,8 @@ class Node:
     children: list[int] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     """The task's evaluation details of the whole history (per-predicate verdicts of a goal)."""
+    dead: bool = False
+    """Its history fails a goal predicate judged over the whole rollout: no child can succeed."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,7 @@ class Node:
             "actions": len(self.actions),
             "score": round(self.score, 4),
             "success": self.success,
+            "dead": self.dead,
             "samples": self.samples,
             "verified": self.verified,
             "children": list(self.children),
@@ -148,13 +151,13 @@ def task_hints(task: Task, scene: Scene, seed: int) -> list[Any]:
 
 
 def end_snapshot(world: World, snapshot: Any, own: Rollout, tail_s: float) -> tuple[Any, int]:
-    """The exact state at the end of ``own``'s last action (before its hold), stepping its controls from
-    ``snapshot`` as the rollout did, and that step's trace row; checked bit for bit against the rollout."""
+    """The exact state at the end of ``own``'s last action (before its hold), stepping its recorded controls
+    from ``snapshot`` as the rollout did, and that step's trace row; checked bit for bit against it."""
     mj = mujoco_access(world)
-    _, ctrl, action_end, _ = mj.controls(own.plan, snapshot, tail_s)
-    last = int(action_end[-1])
+    assert own.trace is not None, "branching needs traces"
+    last = _last_action_row(own, world, tail_s)
     data = mj.new_data(snapshot)
-    for u in ctrl[: last + 1]:
+    for u in own.trace.ctrl[: last + 1]:
         data.ctrl[:] = u
         mujoco.mj_step(mj.model, data)
     if own.trace is not None and not np.array_equal(data.qpos, own.trace.qpos[last]):
@@ -264,7 +267,7 @@ class _Search:
 
     def open(self, node: Node, queue: list[tuple[float, int, int, int]]) -> None:
         """Queue ``node``'s primitives (none at the deepest level)."""
-        if node.depth >= self.max_depth:
+        if node.depth >= self.max_depth or node.dead:
             return
         boxes = geometry(self.scene, self.state_at(node))
         done = satisfied(node.details)
@@ -302,8 +305,10 @@ class _Search:
         return out
 
     def optimise(self, node: Node, prim: Primitive, ctx: Context) -> Node | None:
-        """CEM over ``prim``'s parameters from ``node``'s snapshot; the best sample as a child node."""
-        best: tuple[float, bool, np.ndarray, Rollout, Rollout, dict[str, Any]] | None = None
+        """CEM over ``prim``'s parameters from ``node``'s snapshot; the best sample as a child node. A sample
+        whose history fails a predicate judged over the whole rollout (a dead end) ranks below every live
+        one: its value is its score less one."""
+        best: tuple[float, bool, np.ndarray, Rollout, Rollout, Evaluation] | None = None
         xs_all: list[np.ndarray] = []
         scores: list[float] = []
         mean = std = None
@@ -319,21 +324,21 @@ class _Search:
                 xs = np.clip(mean + std * self.rng.standard_normal((n, prim.dim)), 0.0, 1.0)
             plans = self._plans(prim, ctx, xs, dict(ctx.start or {}))
             valid = [p for p in plans if p is not None]
-            results = iter(self.world.rollouts(valid, snapshot=node.snapshot, tail_s=self.task.tail_s))
+            results = iter(self.branch_rollouts(node, valid))
             self.rollouts += len(valid)
             samples += len(valid)
             for x, plan in zip(xs, plans):
-                score, success = 0.0, False
+                value, success = -1.0, False
                 if plan is not None:
-                    own = next(results)
-                    full = self.full_plan(node, plan)
+                    own, full = next(results)
                     combined = combine(node, own, full)
                     ev = self.task.evaluate(combined, self.scene, self.seed)
-                    score, success = float(ev.score), bool(ev.success)
-                    if best is None or (success, score) > (best[1], best[0]):
-                        best = (score, success, x, own, combined, ev.details)
+                    value = float(ev.score) - (1.0 if self.task.lasting_failures(ev) else 0.0)
+                    success = bool(ev.success)
+                    if best is None or (success, value) > (best[1], best[0]):
+                        best = (value, success, x, own, combined, ev)
                 xs_all.append(x)
-                scores.append(score)
+                scores.append(value)
             if best is not None and best[1]:
                 break
             if it >= 2 and (best is None or best[0] <= node.score + STALL):
@@ -341,7 +346,7 @@ class _Search:
             mean, std = refit(np.array(xs_all), np.array(scores), n, mean, std)
         if best is None:
             return None
-        score, success, x, own, combined, details = best
+        value, success, x, own, combined, ev = best
         child = Node(
             len(self.nodes),
             node.id,
@@ -349,31 +354,46 @@ class _Search:
             prim.label,
             prim.describe(x),
             [a.to_dict() for a in own.plan.actions],
-            score,
+            float(ev.score),
             success,
             samples,
             node.yaw + sum(a.params.get("dyaw", 0.0) for a in own.plan.actions),
             combined,
             own,
         )
-        child.details = dict(details)
+        child.details = dict(ev.details)
+        child.dead = bool(self.task.lasting_failures(ev))
         child.cut = (node.cut + 1 if node.rollout is not None else 0) + _last_action_row(
             own, self.world, self.task.tail_s
         )
         return child
 
-    def full_plan(self, node: Node, plan: Plan) -> Plan:
-        """Every action from the root to ``node``, then ``plan``'s, as one plan from the initial pose."""
+    def history(self, node: Node) -> list[dict[str, Any]]:
+        """Every action from the root to ``node``."""
         chain: list[dict[str, Any]] = []
         n: Node | None = node
         while n is not None and n.parent is not None:
             chain = n.actions + chain
             n = self.nodes[n.parent]
+        return chain
+
+    def full_plan(self, node: Node, plan: Plan) -> Plan:
+        """Every action from the root to ``node``, then ``plan``'s, as one plan from the initial pose."""
         return Plan.from_actions(
-            chain + [a.to_dict() for a in plan.actions],
+            self.history(node) + [a.to_dict() for a in plan.actions],
             description="tree plan",
             start_pose=self.start.to_dict(),
         )
+
+    def branch_rollouts(self, node: Node, plans: Sequence[Plan]) -> list[tuple[Rollout, Plan]]:
+        """Each of ``plans`` rolled out from ``node``'s end snapshot as the continuation of the whole plan
+        from the root (compiled whole, stepped from the snapshot: the full replay is the same bit for bit),
+        with that whole plan."""
+        fulls = [self.full_plan(node, p) for p in plans]
+        prefix = len(self.history(node))
+        mj = mujoco_access(self.world)
+        own = mj.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s, prefix=prefix)
+        return list(zip(own, fulls))
 
     def verify(self, node: Node) -> Proposal:
         """Roll ``node``'s whole plan out from the initial snapshot as one plan; check and audit it."""
@@ -453,7 +473,7 @@ def plan_tree(
     search.say(f"tree search: goal hints {[_hint_text(h) for h in search.hints]}")
     search.run()
     if not any(n.verified for n in search.nodes[1:]) and len(search.nodes) > 1:
-        search.verify(max(search.nodes[1:], key=lambda n: (n.score, -n.id)))
+        search.verify(max(search.nodes[1:], key=lambda n: (not n.dead, n.score, -n.id)))
     proposals = search.proposals
     wins = [i for i, p in enumerate(proposals) if p.success and clean(p.notes)]
     best = (
@@ -491,7 +511,8 @@ def tree_markdown(nodes: Sequence[dict[str, Any]]) -> list[str]:
         mark = f" — replayed: **{n['verified']}**" if n.get("verified") else ""
         text = (
             f"{n['primitive']}({params}) score {n['score']:.3f}"
-            f"{' (branch success)' if n['success'] else ''}, {n['samples']} rollouts{mark}"
+            f"{' (branch success)' if n['success'] else ''}{' (dead end)' if n.get('dead') else ''}, "
+            f"{n['samples']} rollouts{mark}"
         )
         lines.append(f"{'  ' * indent}- node {i}: {'root (initial snapshot)' if i == 0 else text}")
         for c in n["children"]:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -131,6 +132,12 @@ class MujocoAccess:
         largest IK residual (m). Stepping these controls from the snapshot reproduces the rollout bit for
         bit."""
         return self._world.controls(plan, self.initial_snapshot if snapshot is None else snapshot, tail_s)
+
+    def rollouts(
+        self, plans: Sequence[Plan], *, snapshot: Snapshot | None = None, tail_s: float = 0.0, prefix: int = 0
+    ) -> list[Rollout]:
+        """:meth:`MujocoWorld.rollouts`; with ``prefix``, branches that continue whole plans exactly."""
+        return self._world.rollouts(plans, snapshot=snapshot, tail_s=tail_s, prefix=prefix)
 
     def ik(self) -> DifferentialIK:
         """This thread's inverse-kinematics solver of the arm."""
@@ -393,10 +400,21 @@ class MujocoWorld:
         return plan.with_start_pose(start), ctrl, action_end, float(residual.max(initial=0.0))
 
     def rollout(
-        self, plan: Plan, *, snapshot: Snapshot | None = None, tail_s: float = 0.0, trace: bool = True
+        self,
+        plan: Plan,
+        *,
+        snapshot: Snapshot | None = None,
+        tail_s: float = 0.0,
+        trace: bool = True,
+        prefix: int = 0,
     ) -> Rollout:
         """Roll ``plan`` out from ``snapshot`` (default: the initial one), then hold still for ``tail_s`` s;
         ``rollouts([plan], ...)[0]``. ``trace``: keep every physics step (a :class:`Trace`).
+
+        ``prefix``: the plan's first ``prefix`` actions were already rolled out from the initial snapshot and
+        ended in ``snapshot`` (the end of the last of them, before any hold). The whole plan is compiled from
+        the initial snapshot and only its controls after them are stepped, so the rollout (of the remaining
+        actions) continues bit for bit as the whole plan's would: a branch of a search tree replays exactly.
 
         The world's own state is left untouched; rollouts are deterministic and thread-safe.
         """
@@ -404,7 +422,10 @@ class MujocoWorld:
         snapshot = self.initial_snapshot if snapshot is None else snapshot
         worker = self._worker()
         data = worker.data
-        plan, ctrl, action_end, residual = self.controls(plan, snapshot, tail_s)
+        if prefix:
+            plan, ctrl, action_end, residual = self._branch_controls(plan, prefix, snapshot, tail_s)
+        else:
+            plan, ctrl, action_end, residual = self.controls(plan, snapshot, tail_s)
         mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
         mujoco.mj_forward(self.model, data)
         initial = self._world_state(float(data.time), data.qpos, data.qvel, data.sensordata)
@@ -445,6 +466,23 @@ class MujocoWorld:
             time.perf_counter() - t0,
         )
 
+    def _branch_controls(
+        self, plan: Plan, prefix: int, snapshot: Snapshot, tail_s: float
+    ) -> tuple[Plan, np.ndarray, np.ndarray, float]:
+        """:meth:`controls` of the whole ``plan`` from the initial snapshot, cut after its first ``prefix``
+        actions: the remaining actions (from the pose commanded in ``snapshot``), their controls, their
+        last steps; a ValueError when ``snapshot`` does not hold the control the prefix ends with."""
+        if not 0 < prefix < len(plan.actions):
+            raise ValueError(f"prefix {prefix} must leave some of the plan's {len(plan.actions)} actions")
+        _, ctrl, action_end, residual = self.controls(plan, self.initial_snapshot, tail_s)
+        cut = int(action_end[prefix - 1]) + 1
+        data = self._worker().data
+        mujoco.mj_setState(self.model, data, snapshot, _INTEGRATION)
+        if not np.array_equal(data.ctrl, ctrl[cut - 1]):
+            raise ValueError(f"the snapshot was not reached by the plan's first {prefix} actions")
+        rest = Plan(plan.actions[prefix:], self._commanded_pose(), plan.description, plan.extra)
+        return rest, ctrl[cut:], action_end[prefix:] - cut, residual
+
     def rollouts(
         self,
         plans: Sequence[Plan],
@@ -453,17 +491,17 @@ class MujocoWorld:
         tail_s: float = 0.0,
         trace: bool = True,
         nthread: int | None = None,
+        prefix: int = 0,
     ) -> list[Rollout]:
         """Roll out every plan from the same snapshot, ``nthread`` threads (default: one per core); bit for
-        bit equal to serial calls."""
+        bit equal to serial calls. ``prefix``: see :meth:`rollout`."""
         nthread = nthread or os.cpu_count() or 1
+        kw: dict[str, Any] = {"snapshot": snapshot, "tail_s": tail_s, "trace": trace, "prefix": prefix}
         if nthread == 1 or len(plans) == 1:
-            return [self.rollout(p, snapshot=snapshot, tail_s=tail_s, trace=trace) for p in plans]
+            return [self.rollout(p, **kw) for p in plans]
         if self._pool is None or self._pool_size != nthread:
             if self._pool is not None:
                 self._pool.shutdown()
             self._pool = ThreadPoolExecutor(nthread, thread_name_prefix="simpact-rollout")
             self._pool_size = nthread
-        return list(
-            self._pool.map(lambda p: self.rollout(p, snapshot=snapshot, tail_s=tail_s, trace=trace), plans)
-        )
+        return list(self._pool.map(lambda p: self.rollout(p, **kw), plans))

@@ -461,3 +461,26 @@ def test_a_goal_task_gives_hints_and_a_python_check_task_none(tmp_path: Any) -> 
     raw = _task(None, success={"check": str(check)})
     del raw["goal"]
     assert Task(raw).goal_hints(SCENE) == []
+
+
+def test_lasting_failures_are_the_failed_whole_rollout_predicates_the_goal_requires() -> None:
+    goal = parse_goal(
+        [
+            {"stays_on_table": {"object": "a"}},
+            {"not_moved": {"object": "b", "during": "end"}},
+            {"upright": {"object": "a", "during": "rollout"}},
+            {"at": {"object": "a", "x": 0.5, "tolerance": 0.01}},
+            {"any": [{"not_touched": {"object": "b"}}, {"at": {"object": "b", "x": 0.1, "tolerance": 0.01}}]},
+        ]
+    )
+    failed = {
+        "stays_on_table:a.ok": False,
+        "not_moved:b.ok": False,
+        "upright:a.ok": False,
+        "at:a.ok": False,
+        "not_touched:b.ok": False,
+        "at:b.ok": False,
+    }
+    # a rollout-long predicate that failed cannot recover; end-of-rollout ones and those under `any` can
+    assert goal.lasting_failures(failed) == ["stays_on_table:a", "upright:a"]
+    assert goal.lasting_failures({**failed, "stays_on_table:a.ok": True, "upright:a.ok": True}) == []

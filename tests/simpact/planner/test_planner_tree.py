@@ -76,8 +76,9 @@ def test_the_tasks_without_hints_fall_back_to_their_success_parameters() -> None
 
 def test_branches_start_bit_exactly_from_their_parents_end_snapshot(tmp_path: Path) -> None:
     """A hard tolerance keeps the search from stopping at depth 1, so nodes at depth 2 and 3 are made; each
-    branch's own rollout, replayed from its parent's stored end snapshot, is identical bit for bit, and that
-    snapshot is the parent's rollout's state at the end of its last action."""
+    parent's stored end snapshot is its rollout's state at the end of its last action, and each branch's
+    history (parent's trace, then its own rollout from that snapshot) is bit for bit the whole plan's
+    rollout from the initial snapshot."""
     goal = [{"at": {"object": "cube", "x": 0.60, "y": 0.02, "tolerance": 0.0005}}]
     task = _tiny(tmp_path, goal=goal)
     scene = task.scene(1)
@@ -106,12 +107,14 @@ def test_branches_start_bit_exactly_from_their_parents_end_snapshot(tmp_path: Pa
         again, row = end_snapshot(world, grand.snapshot, parent.own, task.tail_s)
         assert np.array_equal(again, parent.snapshot)
         assert np.array_equal(mj.new_data(parent.snapshot).qpos, parent.own.trace.qpos[row])
-        replay = world.rollout(node.own.plan, snapshot=parent.snapshot, tail_s=task.tail_s)
-        assert np.array_equal(replay.trace.qpos, node.own.trace.qpos)
-        assert np.array_equal(replay.trace.qvel, node.own.trace.qvel)
         # the combined history the task judged continues the parent's without a gap
         assert node.rollout.trace.time[parent.cut + 1] > node.rollout.trace.time[parent.cut]
         assert np.array_equal(node.rollout.trace.qpos[parent.cut + 1], node.own.trace.qpos[0])
+        # and is, bit for bit, the whole plan rolled out from the initial snapshot (as the verdict replays it)
+        whole = world.rollout(node.rollout.plan, tail_s=task.tail_s)
+        assert np.array_equal(whole.trace.ctrl, node.rollout.trace.ctrl)
+        assert np.array_equal(whole.trace.qpos, node.rollout.trace.qpos)
+        assert np.array_equal(whole.trace.qvel, node.rollout.trace.qvel)
 
 
 def test_the_tree_solves_a_small_goal_task_and_is_repeatable(tmp_path: Path) -> None:
@@ -192,3 +195,68 @@ def test_bench_table_names_the_planner_and_the_repaired_successes() -> None:
     assert "planner skeleton: uses skeleton" in format_table(
         {**result, "planner_info": _planner_info("skeleton")}
     )
+
+
+def test_a_branch_that_fails_a_whole_rollout_predicate_is_a_dead_end(tmp_path: Path) -> None:
+    """Moving the cube while it must never move: every sample fails a predicate judged over the whole
+    rollout, so no node is expanded below depth 1 and each is marked a dead end in the report."""
+    goal = [
+        {"at": {"object": "cube", "x": 0.57, "y": 0.0, "tolerance": 0.005}},
+        {"not_moved": {"object": "cube", "tolerance": 0.002}},
+    ]
+    task = _tiny(tmp_path, goal=goal)
+    scene = task.scene(1)
+    result = plan_tree(task, scene, MujocoWorld(scene), 1, population=3, iterations=1, max_rollouts=30)
+    children = [n for n in result.nodes if n.depth >= 1]
+    moved = [n for n in children if n.details.get("not_moved:cube.ok") is False]
+    assert moved and all(n.dead for n in moved)
+    assert not any(n.parent in {m.id for m in moved} for n in result.nodes)
+    assert any("(dead end)" in line for line in tree_markdown([n.to_dict() for n in result.nodes]))
+
+
+def _corner_push() -> tuple[Any, Context]:
+    """box_to_corner's push primitive (seed 2) and the context it is built in."""
+    task = load_task("box_to_corner")
+    scene = task.scene(2)
+    world = MujocoWorld(scene)
+    boxes = geometry(scene, world.state())
+    start = world.start_pose()
+    ctx = Context(boxes, Tcp(start.position, scene.robot.yaw), safe_height(boxes), start.to_dict())
+    (push,) = [p for p in primitives_for(task_hints(task, scene, 2), boxes, 0) if p.kind == "push"]
+    return push, ctx
+
+
+def test_a_wall_the_goal_lies_against_is_not_an_obstacle_to_push_around() -> None:
+    """The box's goal is the corner: the straight push toward it goes to the corner, not around a wall."""
+    push, ctx = _corner_push()
+    unit = np.full(push.dim, 0.5)
+    unit[push.names.index("route")] = 0.5  # straight (no L-shaped route)
+    moves = [a for a in push.actions(ctx, unit) if a["type"] == "PUSH"]
+    assert len(moves) == 1 and moves[0]["dx"] > 0.1 and moves[0]["dy"] > 0.1, moves
+
+
+def test_a_sideways_push_turns_the_fingers_along_the_push() -> None:
+    push, ctx = _corner_push()
+    yaws = {}
+    for sideways in (0.0, 1.0):
+        unit = np.full(push.dim, 0.5)
+        unit[push.names.index("sideways")] = sideways
+        actions = push.actions(ctx, unit)
+        turn = sum(a.get("dyaw", 0.0) for a in actions if a["type"] == "ROTATE")
+        (move,) = [a for a in actions if a["type"] == "PUSH"]
+        heading = np.arctan2(move["dy"], move["dx"])
+        yaws[sideways] = np.mod(ctx.tcp.yaw + turn - heading, np.pi)  # opening axis relative to the push
+    assert yaws[0.0] == pytest.approx(np.pi / 2, abs=1e-6)
+    assert min(yaws[1.0], np.pi - yaws[1.0]) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_branch_rollout_refuses_a_snapshot_its_plan_does_not_reach(tmp_path: Path) -> None:
+    task = _tiny(tmp_path)
+    world = MujocoWorld(task.scene(1))
+    plan = Plan.from_actions(
+        [{"type": "LIFT", "dz": 0.02}, {"type": "MOVE", "dx": 0.02, "dy": 0.0, "dz": 0.0}]
+    )
+    with pytest.raises(ValueError, match="not reached"):
+        world.rollout(plan, snapshot=world.initial_snapshot, prefix=1)
+    with pytest.raises(ValueError, match="must leave"):
+        world.rollout(plan, prefix=2)
