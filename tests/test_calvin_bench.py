@@ -80,6 +80,9 @@ def test_a_killed_run_resumes_without_losing_or_repeating_a_chain(tmp_path):
     assert chains == [10, 11, 12] and len(ran) == 2  # one failed subtask each for chains 11 and 12
     assert result["chains"] == 3 and result["backend"] == "rebuild" and result["mode"] == "scripted"
     assert set(result["wall_s_per_chain"]) == {"10", "11", "12"}
+    # every chain is audited: its artifact count is logged and the summary gives the success range
+    assert result["artifacts_per_chain"] == {"10": 0, "11": 0, "12": 0}
+    assert result["audit"]["flagged_chains"] == 0 and result["audit"]["lower"] == result["audit"]["upper"]
     with pytest.raises(SimpactError, match="mode"):
         run_calvin(tmp_path, 0, 1, mode="oracle")
 

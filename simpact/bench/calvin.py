@@ -3,9 +3,12 @@
 One line per finished chain in ``DIR/runs.jsonl`` (the shared episode log, keyed ``("calvin", chain)``),
 so a killed run resumes without losing or repeating a chain. Chains run one after another in this process,
 or, with ``executor="ray"``, as Ray tasks on a cluster (each worker builds its own environment) while this
-process appends their records to the same log. The summary has SR1..SR5, the average length,
-the back-end, the mode and the wall time per chain. Mode ``scripted`` runs the privileged scripted motions
-(rebuild back-end): it checks the environment and the protocol end to end; it is not a policy to rank.
+process appends their records to the same log. The summary has SR1..SR5, the average length, the
+back-end, the mode and the wall time per chain. Every chain is audited by SimuGuard (the PyBullet recorder
+of :mod:`simpact.calvin.audit`, the planner's own detector): each record carries its artifact count and the
+summary the success range when every flagged subtask fails or succeeds. Mode ``scripted`` runs the
+privileged scripted motions (rebuild back-end): it checks the environment and the protocol end to end; it
+is not a policy to rank.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from typing import Any, TextIO
 from simpact.bench.episodes import BenchError, EpisodeLog, duration, settings_id
 from simpact.bench.ray_executor import ray_map
 from simpact.calvin.data import EP_LEN, Chain, load_chains
-from simpact.calvin.evaluate import PUBLISHED, Policy, evaluate_chain, scripted_policy, summarise
+from simpact.calvin.evaluate import (
+    PUBLISHED,
+    Policy,
+    evaluate_chain,
+    scripted_policy,
+    success_range,
+    summarise,
+)
 from simpact.calvin.official import make_env
 from simpact.core.errors import SimpactError
 from simpact.core.vocab import EXECUTORS
@@ -45,7 +55,7 @@ def _filmed(env: Any, chain: Chain, act: Policy, path: Path) -> dict[str, Any]:
             if steps[0] % _VIDEO_EVERY == 0:
                 video.append(env.render("static").rgb)
 
-        record = evaluate_chain(env, chain, act, on_step=film)
+        record = evaluate_chain(env, chain, act, on_step=film, audit=True)
     return {**record, "video": str(path)}
 
 
@@ -70,7 +80,10 @@ class CalvinProgress:
     def record(self, record: Mapping[str, Any]) -> None:
         self.lengths.append(int(record["completed"]))
         tasks = " ".join(("+" if s["success"] else "-") + s["task"] for s in record["subtasks"])
-        self._line(f"  chain {record['chain']}: {record['completed']}/5 ({tasks}) {record['wall_s']:.1f} s")
+        flagged = f", {record['artifacts']} artifact(s)" if record.get("artifacts") else ""
+        self._line(
+            f"  chain {record['chain']}: {record['completed']}/5 ({tasks}) {record['wall_s']:.1f} s{flagged}"
+        )
 
     def status(self) -> str:
         done = len(self.lengths)
@@ -103,7 +116,7 @@ class _ChainJob:
 def _chain_record(env: Any, job: _ChainJob, act: Policy) -> dict[str, Any]:
     """The chain's episode-log record, evaluated (and filmed) in ``env``."""
     video = job.video
-    done = _filmed(env, job.chain, act, video) if video else evaluate_chain(env, job.chain, act)
+    done = _filmed(env, job.chain, act, video) if video else evaluate_chain(env, job.chain, act, audit=True)
     return {"task": _KEY, "seed": job.chain.index, "mode": job.mode, **done}
 
 
@@ -163,7 +176,7 @@ def run_calvin(
                 "--mode scripted drives the rebuild's simulator directly: use --backend rebuild"
             )
         log = EpisodeLog(out, {_KEY: settings_id({"bench": "calvin", "mode": mode, "backend": env.backend,
-                                                 "ep_len": EP_LEN})})  # fmt: skip
+                                                 "ep_len": EP_LEN, "audit": True})})  # fmt: skip
         wanted = [(_KEY, c.index) for c in chains]
         todo = set(log.todo(wanted))
         if progress is not None:
@@ -195,6 +208,8 @@ def run_calvin(
         "executor": executor,
         "first_chain": start,
         "wall_s_per_chain": {str(r["chain"]): r["wall_s"] for r in records},
+        "artifacts_per_chain": {str(r["chain"]): r.get("artifacts") for r in records},
+        "audit": success_range(records),
         "ignored": log.ignored,
     }
 
@@ -208,6 +223,12 @@ def format_table(result: Mapping[str, Any]) -> str:
     ours = " | ".join(f"{100 * v:.1f}" for v in result["sr"])
     name = f"this run: {result['mode']} ({result['backend']}, {result['chains']} chains)"
     rows.append(f"| {name} | none | {ours} | {result['avg_len']:.2f} |")
+    audit = result.get("audit")
+    if audit and audit.get("flagged_chains"):
+        for bound in ("lower", "upper"):
+            cells = " | ".join(f"{100 * v:.1f}" for v in audit[bound]["sr"])
+            label = "every flagged subtask failed" if bound == "lower" else "every flagged failure succeeded"
+            rows.append(f"| this run if {label} | none | {cells} | {audit[bound]['avg_len']:.2f} |")
     for method, (split, sr, avg) in PUBLISHED.items():
         cells = " | ".join(f"{v:.1f}" for v in sr) if sr else " | ".join("" for _ in range(5))
         rows.append(f"| {method} | {split} | {cells} | {avg:.2f} |")

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-import types
 from collections import Counter
 from pathlib import Path
 
@@ -131,38 +130,6 @@ def test_ray_executor_without_ray_names_the_install(tmp_path, monkeypatch, capsy
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("simpact bench: error:") and "pip install ray" in err
-
-
-def test_ray_executor_submits_each_episode_as_a_task(tmp_path, monkeypatch):
-    calls: list[str] = []
-    fake = types.ModuleType("ray")
-    fake.is_initialized = lambda: False  # type: ignore[attr-defined]
-
-    def init(address=None, num_cpus=None):
-        calls.append(f"init {address} {num_cpus}")
-        if address == "auto":
-            raise ConnectionError("no cluster")
-
-    class Remote:
-        def __init__(self, func):
-            self.func = func
-
-        def remote(self, *args):
-            return self.func(*args)  # the object ref is the value itself
-
-    def remote(func=None, **options):
-        calls.append(f"remote {sorted(options)}")
-        return Remote(func) if func is not None else Remote
-
-    fake.init = init  # type: ignore[attr-defined]
-    fake.remote = remote  # type: ignore[attr-defined]
-    fake.wait = lambda refs, num_returns: (refs[:num_returns], refs[num_returns:])  # type: ignore[attr-defined]
-    fake.get = lambda ref: ref  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "ray", fake)
-    result = run_tasks([TASK], [1, 2], tmp_path, executor="ray", workers=3)
-    # no cluster found: a local one; MUJOCO_GL goes with each task (mujoco reads it at import)
-    assert calls == ["init auto None", "init None 3", "remote ['runtime_env']"]
-    assert result["tasks"][TASK]["successes"] == 2 and result["executor"] == "ray"
 
 
 def test_vlm_flags_are_checked_before_any_episode(tmp_path):
