@@ -294,7 +294,7 @@ def push_builder(name: str, goal: np.ndarray) -> Builder:
         path = _Path(ctx.tcp)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         c = box.centre[:2]
-        via = _detour(ctx, box, aim, side)
+        via = _detour(ctx, box, aim, side, goal[:2])
         if via is None and abs(route) >= 0.5:  # an L-shaped route: along x then y, or y then x
             via = np.array([aim[0], c[1]]) if route > 0 else np.array([c[0], aim[1]])
             if float(np.linalg.norm(via - c)) < 0.01 or float(np.linalg.norm(aim - via)) < 0.01:
@@ -308,18 +308,19 @@ def push_builder(name: str, goal: np.ndarray) -> Builder:
     return build
 
 
-def _detour(ctx: Context, box: Box, aim: np.ndarray, side: float) -> np.ndarray | None:
+def _detour(ctx: Context, box: Box, aim: np.ndarray, side: float, goal: np.ndarray) -> np.ndarray | None:
     """A point beside the first colliding object that the straight push of ``box`` to ``aim`` would hit
     (its nearest approach less than both half sizes plus 2 cm): clear of it by 3 cm plus up to 4 cm more
     (``|side|``), on the ``side`` (sign) of the push; None when nothing is in the way. An object the box
-    would touch at the aim (a wall the goal lies against) borders the goal and is not in the way."""
+    would touch (within 5 mm) with its centre on the ``goal`` point (a wall the goal lies against) borders
+    the goal and is not in the way."""
     c = box.centre[:2]
     d = _unit(aim - c)
     length = float(np.linalg.norm(aim - c))
     for other in ctx.boxes.values():
         if other.name == box.name or not other.collides or other.top < 0.01:
             continue
-        if np.all(np.abs(other.centre[:2] - aim) < other.half[:2] + box.half[:2] + 0.02):
+        if np.all(np.abs(other.centre[:2] - goal) < other.half[:2] + box.half[:2] + 0.005):
             continue
         rel = other.centre[:2] - c
         along = float(rel @ d)
