@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,15 +18,57 @@ from simpact.core.scene import Scene, SceneObject
 from simpact.tasks import Task
 from simpact.vlm import VLM
 
-__all__ = ["task_scene_from_frame"]
+__all__ = ["FrameScene", "fit_warnings_for", "task_scene_from_frame"]
+
+#: Fit verdicts passed on to the planner and the VLM (``good`` is not).
+WARN_VERDICTS = ("poor", "check")
+
+
+@dataclass(frozen=True)
+class FrameScene(Scene):
+    """A task scene real2sim built from a photo, with what its fit score says about it: one entry per scene
+    object whose fit verdict is ``poor`` or ``check`` (:func:`fit_warnings_for`). The planner lists them in
+    ``result.json`` (``real2sim_warnings``) and the VLM reads them beside the scene
+    (:func:`simpact.vlm.context.scene_context`)."""
+
+    real2sim_warnings: tuple[Mapping[str, Any], ...] = field(default=(), hash=False, compare=False)
+
+
+def fit_warnings_for(fit: Mapping[str, Any], names: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
+    """The fit warnings of the objects ``names`` from real2sim's ``fit`` (``result.fit``): per object whose
+    verdict is ``poor`` or ``check``, its name, verdict, silhouette IoU, median depth residual (mm, None
+    without depth) and a sentence saying what may be wrong; poor fits first."""
+    out = []
+    scores = fit.get("objects", {})
+    for name in names:
+        s = scores.get(name)
+        if s is None or s.get("verdict") not in WARN_VERDICTS:
+            continue
+        res = s.get("depth_residual_m")
+        res_mm = None if res is None else round(1000 * float(res), 1)
+        iou = round(float(s.get("iou", 0.0)), 3)
+        how = "poorly" if s["verdict"] == "poor" else "only roughly"
+        res_txt = "no depth under it" if res_mm is None else f"median depth residual {res_mm} mm"
+        out.append(
+            {
+                "object": name,
+                "verdict": s["verdict"],
+                "iou": iou,
+                "depth_residual_mm": res_mm,
+                "message": f"the simulated '{name}' matches the photo {how} (silhouette IoU {iou:.2f}, "
+                f"{res_txt}): its size or pose may be off",
+            }
+        )
+    return sorted(out, key=lambda w: WARN_VERDICTS.index(w["verdict"]))
 
 
 def task_scene_from_frame(
     task: Task, frame_path: str | Path, out: str | Path, vlm: VLM | None = None
-) -> Scene:
+) -> FrameScene:
     """The scene ``task`` plans on when it starts from a real frame: real2sim on the frame with the task's
     object names as labels (written under ``out``; errors are ``Real2SimError``), plus what a frame cannot
-    show: the task's markers (non-colliding target regions), its robot start and table friction.
+    show: the task's markers (non-colliding target regions), its robot start and table friction. The
+    result is a :class:`FrameScene`: it carries the fit warnings of the objects it holds.
 
     Objects the task fixes (a wall) stay fixed where they were found. A task's plans and success check read
     its objects' sizes and origins in the terms of their shapes (a bowl's ``size`` is rim radius, height and
@@ -59,9 +103,12 @@ def task_scene_from_frame(
             objects.append(_in_task_shape(replace(found[o.name], fixed=o.fixed), o))
         elif not o.collides or o.fixed:
             objects.append(o)  # markers and fixtures come from the task config
-    return replace(
+    scene = replace(
         result.scene, objects=tuple(objects), robot=nominal.robot, table_friction=nominal.table_friction
     )
+    warnings = fit_warnings_for(result.fit, [o.name for o in objects])
+    kept = {f.name: getattr(scene, f.name) for f in fields(Scene)}
+    return FrameScene(**kept, real2sim_warnings=tuple(warnings))
 
 
 def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:

@@ -15,6 +15,7 @@ from simpact.planner.records import PlanHooks, PlanResult, Proposal
 from simpact.planner.tree import plan_tree
 from simpact.tasks import Task
 from simpact.vlm import VLM
+from simpact.vlm.context import real2sim_warnings
 from solvers.world import World
 
 __all__ = ["PlanningError", "plan_task", "offline_result", "reference_result"]
@@ -127,15 +128,21 @@ def plan_task(
 ) -> PlanResult:
     """Plan ``task`` on ``world`` (built from ``scene``) with ``planner``: ``reference``, one of
     :data:`~simpact.core.vocab.OFFLINE_METHODS`, or ``vlm`` (Algorithm 1 with ``vlm`` and ``config``);
-    ``hooks`` hears of each proposal and VLM exchange as it is done (the reference plan: none)."""
+    ``hooks`` hears of each proposal and VLM exchange as it is done (the reference plan: none). A scene
+    real2sim built from a photo passes its fit warnings on: ``result.json``'s ``real2sim_warnings``."""
     if planner == "reference":
-        return reference_result(task, scene, world, seed)
-    if planner == "vlm":
+        result = reference_result(task, scene, world, seed)
+    elif planner == "vlm":
         if vlm is None:
             raise PlanningError("the vlm planner needs a VLM (--vlm gemini|openai|replay)")
-        return plan_with_vlm(task, scene, world, vlm, seed, config, progress, hooks)
-    if planner not in OFFLINE_METHODS:
+        result = plan_with_vlm(task, scene, world, vlm, seed, config, progress, hooks)
+    elif planner not in OFFLINE_METHODS:
         raise PlanningError(
             f"unknown planner {planner!r}; expected reference, vlm or one of {OFFLINE_METHODS}"
         )
-    return offline_result(task, scene, world, seed, planner, progress, hooks)
+    else:
+        result = offline_result(task, scene, world, seed, planner, progress, hooks)
+    warnings = real2sim_warnings(scene)
+    if warnings:
+        result.extra["real2sim_warnings"] = warnings
+    return result

@@ -2,7 +2,8 @@
 from the core's types alone, so the planner and the robot's judge describe the world the same way.
 
 - :func:`scene_context`: robot proprioception (tool xyz, roll/pitch/yaw, gripper width) and, per object, its
-  6-DoF pose and bounding-box dimensions, in the robot base frame (metres, radians).
+  6-DoF pose and bounding-box dimensions, in the robot base frame (metres, radians); for a scene real2sim
+  built from a photo, the objects whose fit to the photo is ``poor`` or ``check`` (:func:`real2sim_warnings`).
 - :func:`state_context`: one instant's tool pose, gripper width and object poses.
 - :func:`rollout_context`: one rollout as the plan, the state at the end of every action (tool pose,
   objects' 6-DoF poses), the final state after settling, its score and any SimuGuard flags.
@@ -19,7 +20,7 @@ from simpact.core.rollout import ObjectState, RobotState, Rollout, WorldState
 from simpact.core.rotations import quat_to_rpy
 from simpact.core.scene import Scene, SceneObject
 
-__all__ = ["bbox_size", "rollout_context", "scene_context", "state_context"]
+__all__ = ["bbox_size", "real2sim_warnings", "rollout_context", "scene_context", "state_context"]
 
 _DIGITS = 4
 
@@ -68,10 +69,21 @@ def state_context(state: WorldState) -> dict[str, Any]:
     return out
 
 
+def real2sim_warnings(scene: Scene) -> list[dict[str, Any]]:
+    """The fit warnings a scene built from a photo carries (``real2sim.task_scene.FrameScene``: per object
+    whose fit verdict is ``poor`` or ``check``, ``object``, ``verdict``, ``iou``, ``depth_residual_mm``,
+    ``message``); none for any other scene."""
+    return [dict(w) for w in getattr(scene, "real2sim_warnings", ())]
+
+
 def scene_context(scene: Scene, initial: WorldState) -> dict[str, Any]:
     """The scene before any action: the robot's proprioception and, per object, pose, bounding box, shape and
     whether it is fixed. ``initial`` is the settled state the plans start from (poses come from it; objects
-    absent from it keep their scene pose)."""
+    absent from it keep their scene pose). A scene real2sim built from a photo adds, per object it fitted
+    poorly or roughly, ``real2sim_fit`` (the verdict) and a top-level ``real2sim_warnings`` list saying that
+    the object's simulated size or pose may be off."""
+    warnings = real2sim_warnings(scene)
+    fit = {w["object"]: w["verdict"] for w in warnings}
     objects: dict[str, Any] = {}
     for obj in scene.objects:
         state = initial.objects.get(obj.name)
@@ -89,8 +101,13 @@ def scene_context(scene: Scene, initial: WorldState) -> dict[str, Any]:
             entry["marker"] = True
         if obj.name in initial.deformables:
             entry.update(kind=obj.kind, **initial.deformables[obj.name].to_dict())
+        if obj.name in fit:
+            entry["real2sim_fit"] = fit[obj.name]
         objects[obj.name] = entry
-    return {"robot": _robot(initial.robot), "objects": objects}
+    out: dict[str, Any] = {"robot": _robot(initial.robot), "objects": objects}
+    if warnings:
+        out["real2sim_warnings"] = [w["message"] for w in warnings]
+    return out
 
 
 def rollout_context(

@@ -1,0 +1,93 @@
+"""A poor (or rough) real2sim fit is passed on: a plan made on a scene built from a photo lists the objects
+whose fit verdict is ``poor`` or ``check`` in ``result.json`` (``real2sim_warnings``), and the scene context
+the VLM reads names them. real2sim itself is replaced by a crafted result (the unit under test is the
+passing on, not the fit)."""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import real2sim.task_scene as task_scene
+from real2sim.task_scene import FrameScene, fit_warnings_for, task_scene_from_frame
+from simpact.planner.session import plan_task
+from simpact.tasks import load_task
+from simpact.vlm.context import real2sim_warnings, scene_context
+from solvers.world import make_world
+
+TASK = "non_toppling_push"  # carton and blue_box
+
+FIT = {
+    "objects": {
+        "carton": {"iou": 0.52, "depth_residual_m": 0.021, "verdict": "poor"},
+        "blue_box": {"iou": 0.91, "depth_residual_m": 0.002, "verdict": "good"},
+        "object_3": {"iou": 0.3, "depth_residual_m": 0.03, "verdict": "poor"},  # not in the task scene
+    }
+}
+
+
+def _frame_scene(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FrameScene:
+    task = load_task(TASK)
+
+    def fake_real2sim(frame: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(scene=task.nominal_scene, fit=FIT)
+
+    monkeypatch.setattr(task_scene, "read_any_frame", lambda path: object())
+    monkeypatch.setattr(task_scene, "run_real2sim", fake_real2sim)
+    return task_scene_from_frame(task, tmp_path / "frame", tmp_path / "real2sim")
+
+
+@pytest.fixture
+def frame_scene(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FrameScene:
+    return _frame_scene(monkeypatch, tmp_path)
+
+
+def test_warnings_name_the_poor_and_rough_fits_of_scene_objects_only() -> None:
+    fit = {
+        "objects": {**FIT["objects"], "blue_box": {"iou": 0.7, "depth_residual_m": None, "verdict": "check"}}
+    }
+    warnings = fit_warnings_for(fit, ["blue_box", "carton"])
+    assert [(w["object"], w["verdict"]) for w in warnings] == [("carton", "poor"), ("blue_box", "check")]
+    assert warnings[0]["iou"] == 0.52 and warnings[0]["depth_residual_mm"] == 21.0
+    assert warnings[1]["depth_residual_mm"] is None and "no depth" in warnings[1]["message"]
+    assert fit_warnings_for(FIT, ["blue_box"]) == []
+
+
+def test_the_task_scene_carries_its_fit_warnings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame_scene = _frame_scene(monkeypatch, tmp_path)
+    assert isinstance(frame_scene, FrameScene)
+    assert [w["object"] for w in frame_scene.real2sim_warnings] == ["carton"]
+    assert "fit of 'carton' is poor" in capsys.readouterr().err
+    moved = frame_scene.replace_object(frame_scene.object("carton"))  # kept through dataclass replaces
+    assert real2sim_warnings(moved) == real2sim_warnings(frame_scene)
+
+
+def test_the_vlm_context_and_the_plan_result_list_the_warning(frame_scene: FrameScene) -> None:
+    task = load_task(TASK)
+    world = make_world(frame_scene)
+    context = scene_context(frame_scene, world.state())
+    assert context["objects"]["carton"]["real2sim_fit"] == "poor"
+    assert "real2sim_fit" not in context["objects"]["blue_box"]
+    (line,) = context["real2sim_warnings"]
+    assert "'carton'" in line and "IoU 0.52" in line and "21.0 mm" in line
+    text = json.dumps(context)  # what the VLM is sent
+    assert "real2sim_warnings" in text and "may be off" in text
+
+    result = plan_task(task, frame_scene, world, 0, "reference")
+    (warning,) = result.to_dict()["real2sim_warnings"]
+    assert warning["object"] == "carton" and warning["verdict"] == "poor"
+
+
+def test_a_scene_not_from_a_photo_has_no_warnings() -> None:
+    task = load_task(TASK)
+    scene = task.scene(0)
+    world = make_world(scene)
+    assert real2sim_warnings(scene) == []
+    assert "real2sim_warnings" not in scene_context(scene, world.state())
+    assert "real2sim_warnings" not in plan_task(task, scene, world, 0, "reference").to_dict()
