@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from simpact.bench.calvin_simpact import simpact_offline_policy
 from simpact.bench.episodes import BenchError, EpisodeLog, duration, settings_id
 from simpact.bench.ray_executor import ray_map
 from simpact.calvin.data import EP_LEN, Chain, load_chains
@@ -39,7 +40,7 @@ from solvers.mujoco.render import VideoWriter
 __all__ = ["MODES", "CalvinProgress", "format_table", "run_calvin"]
 
 #: Modes of ``bench calvin`` and their policies.
-MODES: dict[str, Policy] = {"scripted": scripted_policy}
+MODES: dict[str, Policy] = {"scripted": scripted_policy, "simpact-offline": simpact_offline_policy}
 _KEY = "calvin"
 #: Videos film every second control step: 15 frames per second of simulated time.
 _VIDEO_EVERY = 2

@@ -1,0 +1,312 @@
+"""SIMPACT in the loop of CALVIN's long-horizon evaluation, per subtask: mode ``simpact-offline``.
+
+For each subtask, from the environment's current state (the robot is never reset between subtasks):
+
+1. **Scene.** A SIMPACT :class:`~simpact.core.scene.Scene` of the table top: the three blocks (sizes from
+   their collision boxes, poses from the simulator: ground truth, ``SCENE_SOURCE``), the table top as the
+   table plane, the robot's tool centre point, yaw and gripper opening where CALVIN's are. Frames: the
+   scene's origin is CALVIN's Panda base in x and y and the table top (z = 0.44 m) in z, axes parallel to
+   CALVIN's (its base has no rotation). SIMPACT's FR3 base stands at the scene origin on the table plane,
+   so it is 0.20 m higher than CALVIN's Panda base; the tool centre point is where CALVIN's is. The hand's
+   yaw: CALVIN's fingers close along y at yaw 0, SIMPACT's open along x, so ``simpact = calvin - pi/2``.
+   The table's fixed parts near the workspace are fixed boxes (:data:`FIXED`: the button's housing, the
+   sliding cabinet's slanted front); the doors, drawer and switch are not in the scene.
+2. **Goal.** The subtask's success condition as goal predicates (:data:`GOALS`): privileged, as the goal
+   the planner scores rollouts with is the benchmark's own condition.
+3. **Plan.** The no-skeleton tree planner (:func:`simpact.planner.tree.plan_tree`, small budget) in a
+   MuJoCo world of the scene.
+4. **Execute.** The best proposal's symbolic actions mapped to absolute end-effector targets in CALVIN's
+   frame (:func:`execute`), stepped through CALVIN's absolute action interface (its IK, 30 Hz) by the
+   scripted :class:`~simpact.calvin.scripted.Mover`. CALVIN's own check judges, in the evaluation wrapper.
+
+Families with no goal here raise :class:`Unsupported` (the subtask fails; its record's ``policy_error``
+names the family and why): see :data:`UNSUPPORTED`. The mode is privileged (ground-truth goal and
+ground-truth state) and needs the rebuild back-end (it reads the simulator).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from simpact.calvin.scripted import Mover
+from simpact.core.errors import SimpactError
+from simpact.core.scene import RobotStart, Scene, SceneObject
+from simpact.planner.tree import plan_tree
+from simpact.tasks import Task
+from solvers.world import make_world
+
+__all__ = [
+    "GOALS",
+    "PRIVILEGED",
+    "SCENE_SOURCE",
+    "TABLE_Z",
+    "UNSUPPORTED",
+    "Unsupported",
+    "calvin_scene",
+    "execute",
+    "family",
+    "goal_for",
+    "simpact_offline_policy",
+    "subtask_task",
+    "to_calvin",
+    "to_scene",
+]
+
+TABLE_Z = 0.44
+"""CALVIN's table top height, m (the blocks, 0.04 m high, rest with their centres at 0.46)."""
+BASE_XY = (-0.34, -0.46)
+"""CALVIN's Panda base in x and y, m (scene D, no rotation): the scene frame's origin."""
+YAW_OFFSET = math.pi / 2
+"""CALVIN's hand yaw minus SIMPACT's for the same finger direction, rad."""
+SCENE_SOURCE = "ground_truth"
+"""Where the blocks come from: the simulator's poses and collision boxes (the frame route is not wired)."""
+PRIVILEGED = "ground-truth goal (the subtask's own success condition) and ground-truth block poses"
+BLOCK_FRICTION = 0.7
+BLOCK_MASS = 1.0
+MAX_ROLLOUTS = 150
+BUDGET_S = 60.0
+TAIL_S = 0.5
+"""The planner's hold after a plan, s."""
+_HOLD_GRIP = 12
+"""Control steps to wait after opening or closing the gripper."""
+_GRIP_OPEN = 0.06
+"""A GRASP width at or above this opens CALVIN's (binary) gripper, below it closes it, m."""
+
+
+class Unsupported(SimpactError):
+    """A CALVIN subtask family this mode cannot express as a goal in its scene; the subtask fails."""
+
+
+# --- frames -------------------------------------------------------------------------------------------------
+def to_scene(p: ArrayLike) -> np.ndarray:
+    """A CALVIN world point (m) in the scene frame (origin at the Panda base's x, y and the table top)."""
+    return np.asarray(p, dtype=float) - np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
+
+
+def to_calvin(p: ArrayLike) -> np.ndarray:
+    """A scene point (m) in CALVIN's world frame (inverse of :func:`to_scene`)."""
+    return np.asarray(p, dtype=float) + np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
+
+
+def _wrap_half(a: float) -> float:
+    """``a`` mod pi into [-pi/2, pi/2) (the hand is symmetric under a half turn)."""
+    return float((a + math.pi / 2) % math.pi - math.pi / 2)
+
+
+# --- the scene ----------------------------------------------------------------------------------------------
+FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "button": ((-0.16, -0.16, TABLE_Z), (-0.08, -0.08, 0.487)),
+    "cabinet_front": ((-0.44, 0.0, TABLE_Z), (0.44, 0.08, 0.52)),
+    "cabinet_back": ((-0.44, 0.08, TABLE_Z), (0.44, 0.18, 0.65)),
+}
+"""The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
+of the table's collision mesh: the LED button's housing, and the slanted front of the sliding cabinet in
+two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that would hold a block
+(e.g. one in the cabinet's opening) is left out of that scene."""
+
+_RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
+
+
+def calvin_scene(env: Any) -> Scene:
+    """The SIMPACT scene of ``env``'s current state (rebuild back-end; ground truth, see the module)."""
+    pb, cid = env.pb, env.cid
+    objects = []
+    for color, uid in env.table.blocks.items():
+        pos, quat = pb.getBasePositionAndOrientation(uid, physicsClientId=cid)
+        size = pb.getCollisionShapeData(uid, -1, physicsClientId=cid)[0][3]
+        x, y, z, w = quat
+        objects.append(
+            SceneObject(
+                name=f"block_{color}",
+                shape="box",
+                size=tuple(float(s) for s in size),
+                position=tuple(float(v) for v in to_scene(pos)),  # type: ignore[arg-type]
+                quaternion=(float(w), float(x), float(y), float(z)),
+                mass=BLOCK_MASS,
+                friction=BLOCK_FRICTION,
+                rgba=_RGBA.get(color, (0.7, 0.7, 0.7, 1.0)),
+            )
+        )
+    for name, (low, high) in FIXED.items():
+        lo, hi = to_scene(low), to_scene(high)
+        if any(np.all(lo <= o.position) and np.all(np.asarray(o.position) <= hi) for o in objects):
+            continue
+        objects.append(
+            SceneObject(
+                name=name,
+                shape="box",
+                size=tuple(float(v) for v in hi - lo),
+                position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
+                fixed=True,
+                friction=0.5,
+                rgba=(0.6, 0.5, 0.4, 1.0),
+            )
+        )
+    tcp, euler = env.robot.tcp_pose()
+    width = float(env.robot_obs()[6])
+    robot = RobotStart(
+        tuple(float(v) for v in to_scene(tcp)),  # type: ignore[arg-type]
+        _wrap_half(float(euler[2]) - YAW_OFFSET),
+        float(np.clip(width, 0.0, 0.08)),
+    )
+    return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
+
+
+# --- goals per family ---------------------------------------------------------------------------------------
+def _lift(color: str, scene: Scene) -> list[dict[str, Any]]:
+    return [{"lifted": {"object": f"block_{color}", "dz": 0.06, "held": True}}]
+
+
+def _push(color: str, sign: float, scene: Scene) -> list[dict[str, Any]]:
+    name = f"block_{color}"
+    x0 = scene.object(name).position[0]
+    return [
+        {"at": {"object": name, "x": round(x0 + sign * 0.14, 4), "tolerance": 0.03}},
+        {"stays_on_table": {"object": name}},
+    ]
+
+
+def _unstack(scene: Scene) -> list[dict[str, Any]]:
+    """The highest block standing on another lifted 4 cm above where its bottom is, held (CALVIN: the
+    block-to-block contact disappears, both blocks slower than 1 m/s and 1 rad/s)."""
+    blocks = [o for o in scene.objects if o.name.startswith("block_")]
+    top = max(blocks, key=lambda o: o.position[2])
+    bottom = top.position[2] - top.size[2] / 2
+    if bottom < 0.02:
+        raise SimpactError("unstack_block: no block stands on another")
+    return [{"lifted": {"object": top.name, "dz": round(bottom + 0.04, 4), "held": True}}]
+
+
+GoalMaker = Callable[[Scene], list[dict[str, Any]]]
+
+
+def _goals() -> dict[str, GoalMaker]:
+    out: dict[str, GoalMaker] = {}
+    for color in ("red", "blue", "pink"):
+        out[f"lift_{color}_block_table"] = lambda s, c=color: _lift(c, s)  # type: ignore[misc]
+        out[f"push_{color}_block_right"] = lambda s, c=color: _push(c, 1.0, s)  # type: ignore[misc]
+        out[f"push_{color}_block_left"] = lambda s, c=color: _push(c, -1.0, s)  # type: ignore[misc]
+    out["unstack_block"] = _unstack
+    return out
+
+
+GOALS: dict[str, GoalMaker] = _goals()
+"""CALVIN subtask → its success condition as goal predicates in the scene frame. ``lift_C_block_table``:
+the block's lowest point 6 cm above the table (CALVIN: its height rises 5 cm), held. ``push_C_block_left``
+/ ``right``: the block's centre within 3 cm of 14 cm along -x / +x (CALVIN: x changes by more than 10 cm)
+and it never leaves the table (CALVIN: its non-robot contacts are kept). ``unstack_block``: the highest
+block (if it stands on another) lifted 4 cm above its bottom, held."""
+
+UNSUPPORTED: dict[str, str] = {
+    "rotate_": "no tree-planner primitive turns an object about z (a yaw predicate alone gives it nothing to "
+    "search with)",
+    "lift_*_block_slider": "the block stands under the sliding cabinet's shelf, which the scene lacks",
+    "lift_*_block_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
+    "place_in_": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express; the "
+    "slider and drawer are not in the scene",
+    "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
+    "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
+    "move_slider_": "joint-position goals need the articulated table in MuJoCo, not built",
+    "open_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
+    "close_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
+    "turn_": "the button and switch (joint-position goals) need the articulated table in MuJoCo, not built",
+}
+"""Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
+
+
+def family(task: str) -> str:
+    """The subtask's family: its name with the colour replaced by ``*``."""
+    for color in ("red", "blue", "pink"):
+        task = task.replace(f"_{color}_", "_*_")
+    return task
+
+
+def goal_for(task: str, scene: Scene) -> list[dict[str, Any]]:
+    """The subtask's goal predicates in ``scene``, or :class:`Unsupported` naming why not."""
+    if task in GOALS:
+        return GOALS[task](scene)
+    fam = family(task)
+    for prefix, why in UNSUPPORTED.items():
+        if fam.startswith(prefix) or fam == prefix:
+            raise Unsupported(f"{fam} unsupported in simpact-offline: {why}")
+    raise Unsupported(f"{fam} unsupported in simpact-offline: no goal for it")
+
+
+def subtask_task(task: str, instruction: str, scene: Scene) -> Task:
+    """A SIMPACT :class:`Task` of the subtask in ``scene``: the scene's objects and robot, its goal."""
+    raw = {
+        "name": task,
+        "instruction": instruction,
+        "tail_s": TAIL_S,
+        **scene.to_dict(),
+        "goal": goal_for(task, scene),
+        "reference": [],
+    }
+    return Task(raw)
+
+
+# --- executing a plan in CALVIN ----------------------------------------------------------------------------
+def execute(env: Any, actions: Sequence[Mapping[str, Any]]) -> Mover:
+    """Step ``env`` through ``actions`` (symbolic, SIMPACT's vocabulary) from the current TCP pose: each
+    becomes an absolute end-effector target in CALVIN's frame (displacements are the same in both frames,
+    whose axes are parallel), reached in straight lines at the Mover's speed; GRASP below
+    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it."""
+    m = Mover(env)
+    for a in actions:
+        kind = str(a["type"]).upper()
+        if kind in ("MOVE", "PUSH"):
+            dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
+            m.by([float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz], hold=0)
+        elif kind in ("LIFT", "DESCEND"):
+            dz = float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)
+            m.by([0.0, 0.0, dz], hold=0)
+        elif kind == "ROTATE":
+            m.by([0.0, 0.0, 0.0], yaw=m.yaw + float(a["dyaw"]), hold=0)
+        elif kind == "GRASP":
+            m.gripper(1 if float(a["d"]) >= _GRIP_OPEN else -1, _HOLD_GRIP)
+        elif kind == "RELEASE":
+            m.gripper(1, _HOLD_GRIP)
+        else:
+            raise SimpactError(f"unknown action type {kind!r}")
+    return m
+
+
+# --- the policy ---------------------------------------------------------------------------------------------
+LAST: dict[str, Any] = {}
+"""What the last call of :func:`simpact_offline_policy` planned (for tests and logs): task, family,
+scene source, planner success, score, rollouts, wall s, the executed actions."""
+
+
+def simpact_offline_policy(env: Any, task: str, instruction: str) -> None:
+    """Mode ``simpact-offline`` (privileged: see :data:`PRIVILEGED`): plan the subtask in a SIMPACT scene of
+    the current state with its own success condition as the goal, then execute the best plan in CALVIN
+    (even when the planner found no success in its own simulation: CALVIN's check judges). Unsupported
+    families raise :class:`Unsupported`."""
+    LAST.clear()
+    LAST.update(task=task, family=family(task), scene_source=SCENE_SOURCE, privileged=PRIVILEGED)
+    if not hasattr(env, "table") or not hasattr(env, "pb"):
+        raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
+    scene = calvin_scene(env)
+    spec = subtask_task(task, instruction, scene)  # raises Unsupported first
+    t0 = time.perf_counter()
+    world = make_world(scene)
+    try:
+        result = plan_tree(spec, scene, world, seed=0, max_rollouts=MAX_ROLLOUTS, budget_s=BUDGET_S)
+    finally:
+        close = getattr(world, "close", None)
+        if callable(close):
+            close()
+    LAST.update(planner_success=result.success, rollouts=result.rollouts,
+                plan_s=round(time.perf_counter() - t0, 2))  # fmt: skip
+    if result.best is None:
+        raise SimpactError(f"{task}: the planner proposed no plan")
+    best = result.proposals[result.best]
+    actions = [a.to_dict() for a in best.plan.actions]
+    LAST.update(score=round(best.score, 4), actions=actions)
+    execute(env, actions)

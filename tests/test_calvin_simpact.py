@@ -1,0 +1,114 @@
+"""Mode ``simpact-offline`` of ``bench calvin``: the scene of a CALVIN state, the action mapping, goals per
+family, and one subtask solved end to end (rebuild back-end, needs PyBullet and the CALVIN data)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+from simpact.bench import calvin_simpact as cs  # noqa: E402
+from simpact.bench.calvin import MODES  # noqa: E402
+from simpact.calvin.data import CalvinDataMissing, load_chains  # noqa: E402
+from simpact.core.scene import RobotStart, Scene, SceneObject  # noqa: E402
+
+try:
+    CHAINS = load_chains(0, 40)
+except CalvinDataMissing:  # pragma: no cover - data folder absent
+    pytest.skip("CALVIN data not found", allow_module_level=True)
+
+
+@pytest.fixture
+def env():
+    from simpact.calvin.env import CalvinEnv
+
+    e = CalvinEnv()
+    yield e
+    e.close()
+
+
+def test_mode_registered() -> None:
+    assert MODES["simpact-offline"] is cs.simpact_offline_policy
+
+
+def test_scene_of_chain0_matches_its_observations(env) -> None:
+    chain = CHAINS[0]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    scene = cs.calvin_scene(env)
+    for i, color in enumerate(("red", "blue", "pink")):
+        want = cs.to_scene(chain.scene_obs[6 + 6 * i : 9 + 6 * i])
+        got = np.asarray(scene.object(f"block_{color}").position)
+        assert np.linalg.norm(got - want) < 1e-3, color
+        # resting on the table: the bottom (0.04 m high blocks) at the scene's z = 0
+        assert abs(got[2] - 0.02) < 2e-3
+    assert np.linalg.norm(np.asarray(scene.robot.position) - cs.to_scene(chain.robot_obs[:3])) < 1e-3
+    assert np.allclose(cs.to_calvin(cs.to_scene(chain.robot_obs[:3])), chain.robot_obs[:3])
+    # CALVIN's yaw 1.5 (fingers closing along x) is SIMPACT's yaw about 0
+    assert abs(scene.robot.yaw - (chain.robot_obs[5] - np.pi / 2)) < 1e-6
+
+
+def test_action_mapping_moves_the_end_effector(env) -> None:
+    chain = CHAINS[0]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    before = env.robot_obs()[:3].copy()
+    mover = cs.execute(
+        env, [{"type": "MOVE", "dx": 0.05, "dy": 0.0, "dz": 0.0}, {"type": "LIFT", "dz": 0.03}]
+    )
+    mover.to(mover.pos, hold=15)  # let the arm settle on the last target
+    moved = env.robot_obs()[:3] - before
+    assert np.linalg.norm(moved - [0.05, 0.0, 0.03]) < 0.01, moved
+
+
+def _scene(*objects: SceneObject) -> Scene:
+    return Scene(tuple(objects), RobotStart())
+
+
+def _block(name: str, z: float) -> SceneObject:
+    return SceneObject(name, "box", (0.04, 0.04, 0.04), (0.5, 0.3, z), mass=1.0)
+
+
+def test_goals_per_family() -> None:
+    scene = _scene(_block("block_red", 0.02), _block("block_blue", 0.06), _block("block_pink", 0.02))
+    assert cs.goal_for("lift_red_block_table", scene) == [
+        {"lifted": {"object": "block_red", "dz": 0.06, "held": True}}
+    ]
+    push = cs.goal_for("push_pink_block_left", scene)
+    assert push[0]["at"]["x"] == pytest.approx(0.5 - 0.14)
+    assert cs.goal_for("unstack_block", scene)[0]["lifted"]["object"] == "block_blue"
+    unsupported = ("rotate_red_block_left", "open_drawer", "turn_on_led", "stack_block", "place_in_drawer",
+                   "lift_red_block_slider", "move_slider_left", "push_into_drawer")  # fmt: skip
+    for task in unsupported:
+        with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
+            cs.goal_for(task, scene)
+    with pytest.raises(cs.SimpactError, match="no block stands"):
+        cs.goal_for("unstack_block", _scene(_block("block_red", 0.02)))
+    spec = cs.subtask_task("lift_red_block_table", "lift it", scene)
+    assert spec.goal is not None
+
+
+def test_lift_red_block_table_end_to_end(env) -> None:
+    """Chain 29 starts with lift_red_block_table: planned in SIMPACT, executed and judged in CALVIN."""
+    from simpact.calvin.evaluate import evaluate_chain
+
+    chain = CHAINS[29]
+    assert chain.sequence[0] == "lift_red_block_table"
+    record = evaluate_chain(
+        env, dataclasses.replace(chain, sequence=chain.sequence[:1]), MODES["simpact-offline"]
+    )
+    assert record["completed"] == 1, record
+    assert cs.LAST["planner_success"] is True
+    assert cs.LAST["scene_source"] == "ground_truth"
+    assert "ground-truth goal" in cs.LAST["privileged"]
+
+
+def test_unsupported_family_fails_the_subtask(env) -> None:
+    from simpact.calvin.evaluate import evaluate_chain
+
+    chain = CHAINS[0]  # rotate_blue_block_right first
+    record = evaluate_chain(env, chain, MODES["simpact-offline"])
+    assert record["completed"] == 0
+    assert "rotate_*_block_right unsupported" in record["subtasks"][0]["policy_error"]
+    assert record["subtasks"][0]["steps"] == 0
