@@ -41,9 +41,10 @@ class GoalHint:
 
     ``kind``: ``place`` (at / in_region / on_top_of / nested_in), ``upright`` (upright / tilt_below),
     ``standing`` (standing_on a smallest face), ``lift`` (lifted), ``topple`` (standing_on a largest
-    face), ``keep`` (not_moved / not_touched / stays_on_table). ``point``: the world point (m) where the
-    goal wants the object's centre, when it names one; ``onto``: the object it should rest on or in;
-    ``face``: ``smallest`` or ``largest``; ``height``: m above the table for ``lift``."""
+    face), ``keep`` (not_moved / not_touched), ``on_table`` (stays_on_table: it may move, never lifted).
+    ``point``: the world point (m) where the goal wants the object's centre, when it names one; ``onto``:
+    the object it should rest on or in; ``face``: ``smallest`` or ``largest``; ``height``: m above the
+    table for ``lift``."""
 
     object: str
     kind: str

@@ -348,11 +348,15 @@ def _keep_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
     return [GoalHint(n, "keep") for n in ctx.expand(params["object"])]
 
 
+def _on_table_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
+    return [GoalHint(n, "on_table") for n in ctx.expand(params["object"])]
+
+
 @register(
     "stays_on_table",
     required=("object",),
     optional=("max_lift", "during", "scale"),
-    hints=_keep_hints,
+    hints=_on_table_hints,
     during="rollout",
 )
 def stays_on_table(params: Mapping[str, Any], ctx: Context) -> Outcome:

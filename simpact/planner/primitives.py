@@ -11,6 +11,8 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
   (with the fingers' front, or their side so the hand spans the push's line and clears walls beside it).
 * ``pick``: grasp an object (from above, fingers across its narrowest side) and place it at a point or on /
   in another object (its top, or a bowl's inner floor).
+* ``slide``: grasp an object, press it onto the table and slide it to a point (around an object in the way):
+  it moves held, so it neither tips nor leaves the table.
 * ``hold``: grasp an object and lift it by a height, holding it there.
 * ``topple``: push an object high, in any direction, to tip it over.
 * ``pivot``: push an object against a fixed support and turn it up about its far bottom edge, the fingertip
@@ -49,6 +51,7 @@ __all__ = [
     "hold_builder",
     "retreat",
     "safe_height",
+    "slide_builder",
     "sweep_builder",
     "topple_builder",
 ]
@@ -62,6 +65,9 @@ MAX_OPEN = 0.08
 """Widest gripper opening, m."""
 MIN_Z = 0.003
 """Lowest TCP height above the table, m."""
+PALM_CLEAR = 0.032
+"""Lowest TCP height below an object's top when the fingers close around it: the palm, 3.7 cm above the
+fingertips, stays 5 mm above the top, m."""
 CLEAR = 0.05
 """TCP clearance above the tallest object when travelling, m."""
 _MAX_YAW = 2.4
@@ -387,17 +393,21 @@ def topple_builder(name: str) -> Builder:
 # --- pick and place, hold --------------------------------------------------------------------------------
 
 
-def _grasp(ctx: Context, box: Box, height: float, squeeze: float, path: _Path) -> float:
-    """Open above ``box``, fingers across its narrowest side, go down to ``height`` (fraction of its
-    height), close to ``squeeze`` (fraction of its width); returns the TCP's height above the object's
-    bottom, m."""
+def _grasp(
+    ctx: Context, box: Box, height: float, squeeze: float, path: _Path, yaw: float | None = None
+) -> float:
+    """Open above ``box``, fingers across its narrowest side (or, for a round object, at ``yaw``), go down
+    to ``height`` (fraction of its height; the palm kept above its top), close to ``squeeze`` (fraction of
+    its width); returns the TCP's height above the object's bottom, m."""
     angle, width = box.narrow_axis()
     path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
     path.move_to(box.centre[0], box.centre[1], reason=f"above {box.name}")
     if box.shape in ("box", "mesh"):
         path.turn_to(angle, f"fingers across {box.name}'s narrowest side")
+    elif yaw is not None:
+        path.turn_to(yaw, f"fingers along the way {box.name} will go")
     path.grip(MAX_OPEN, "open")
-    z = max(box.bottom + height * 2 * box.half[2], MIN_Z + 0.002)
+    z = max(box.bottom + height * 2 * box.half[2], box.top - PALM_CLEAR, MIN_Z + 0.002)
     path.to_z(z, f"fingers around {box.name}")
     path.grip(squeeze * min(width, MAX_OPEN), f"hold {box.name}")
     return z - box.bottom
@@ -427,6 +437,34 @@ def pick_builder(name: str, goal: np.ndarray | None, onto: str | None) -> Builde
         where = centre[:2] if centre is not None else np.asarray(goal, dtype=float)[:2]
         path.move_to(where[0] + dx, where[1] + dy, reason="carry it over the goal")
         path.to_z(surface + release + above, "set it down")
+        path.release("let go")
+        path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
+        return path
+
+    return build
+
+
+def slide_builder(name: str, goal: np.ndarray) -> Builder:
+    def build(ctx: Context, v: np.ndarray) -> _Path:
+        height, squeeze, press, aim_x, aim_y, side, route = v
+        box = ctx.boxes[name]
+        aim = goal[:2] + np.array([aim_x, aim_y])
+        c = box.centre[:2]
+        via = _detour(ctx, box, aim, side, goal[:2])
+        if via is None and abs(route) >= 0.5:
+            via = np.array([aim[0], c[1]]) if route > 0 else np.array([c[0], aim[1]])
+        legs = ([] if via is None else [via]) + [aim]
+        path = _Path(ctx.tcp)
+        d = _unit(legs[0] - c)
+        _grasp(ctx, box, height, squeeze, path, yaw=math.atan2(d[1], d[0]))
+        path.to_z(path.p[2] - press, f"press {box.name} onto the table, so it slides rather than lifts")
+        for point in legs:  # a finger leads along each leg: the object is caged, not carried by friction
+            d = _unit(point - c)
+            if box.shape not in ("box", "mesh"):
+                path.turn_to(math.atan2(d[1], d[0]), "fingers along the slide")
+            hand = path.p[:2] + (point - c)
+            path.push_to(hand[0], hand[1], f"slide {box.name} toward the aim")
+            c = point
         path.release("let go")
         path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
         return path

@@ -1,8 +1,8 @@
 """Which primitives a goal suggests: from the goal's hints and the objects' geometry, the
 :class:`~simpact.planner.primitives.Primitive` instances (with their parameter ranges) a tree node tries.
 
-* an object to be placed at a point: ``push`` it there (around an obstacle in the way), or ``pick`` it and
-  place it there when it fits the hand;
+* an object to be placed at a point: ``push`` it there (around an obstacle in the way), and, when it fits
+  the hand, ``slide`` it there held if it must stay on the table, else ``pick`` it and place it there;
 * an object to be placed on or in another: ``pick`` it and place it there;
 * several objects to be placed at one point: ``sweep`` them there with a tool (a movable, graspable,
   elongated object no goal names);
@@ -33,6 +33,7 @@ from simpact.planner.primitives import (
     pivot_builder,
     push_builder,
     retreat,
+    slide_builder,
     sweep_builder,
     topple_builder,
 )
@@ -70,6 +71,7 @@ def primitives_for(hints: Sequence[Any], boxes: Mapping[str, Box], depth: int) -
     names = list(boxes)
     busy = {n for h in hints for n in fnmatch.filter(names, h.object)}
     busy |= {h.onto for h in hints if h.onto}
+    on_table = {n for h in hints if h.kind == "on_table" for n in fnmatch.filter(names, h.object)}
     seen: set[str] = set()
 
     def add(p: Primitive) -> None:
@@ -84,7 +86,7 @@ def primitives_for(hints: Sequence[Any], boxes: Mapping[str, Box], depth: int) -
                     add(_sweep_primitive(tool, members, h))
             continue
         for name in members:
-            for p in _single(h, name, boxes[name], boxes):
+            for p in _single(h, name, boxes[name], boxes, name in on_table):
                 add(p)
     if depth > 0:
         add(Primitive("retreat", "gripper", "", (), (), (), retreat))
@@ -96,7 +98,7 @@ def _groups(hints: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, list[
     or one hint per member) merged: each with the objects it names."""
     out: dict[tuple[Any, ...], tuple[Any, list[str]]] = {}
     for h in hints:
-        if h.kind == "keep":
+        if h.kind in ("keep", "on_table"):
             continue
         key = (h.kind, None if h.point is None else tuple(np.round(h.point, 6)), h.onto, h.face, h.height)
         members = fnmatch.filter(names, h.object)
@@ -105,8 +107,8 @@ def _groups(hints: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, list[
     return list(out.values())
 
 
-def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box]) -> list[Primitive]:
-    """Primitives for a hint about one object ``name``."""
+def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: bool) -> list[Primitive]:
+    """Primitives for a hint about one object ``name`` (``on_table``: it must never be lifted)."""
     out = []
     point = None if h.point is None else np.asarray(h.point, dtype=float)
     if h.onto is not None and h.onto in boxes and _graspable(box):
@@ -124,7 +126,19 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box]) -> list[Primi
                 push_builder(name, point),
             )
         )
-        if _graspable(box):
+        if _graspable(box) and on_table:
+            out.append(
+                Primitive(
+                    "slide",
+                    name,
+                    f"({point[0]:.3f}, {point[1]:.3f})",
+                    ("height", "squeeze", "press", "aim_dx", "aim_dy", "side", "route"),
+                    (0.2, 0.0, 0.0, -reach, -reach, -1.0, -1.0),
+                    (0.9, 0.9, 0.006, reach, reach, 1.0, 1.0),
+                    slide_builder(name, point),
+                )
+            )
+        elif _graspable(box):
             out.append(_pick_primitive(name, point, None))
     if h.kind == "standing":
         for support in _supports(boxes, name)[:1]:

@@ -260,3 +260,28 @@ def test_a_branch_rollout_refuses_a_snapshot_its_plan_does_not_reach(tmp_path: P
         world.rollout(plan, snapshot=world.initial_snapshot, prefix=1)
     with pytest.raises(ValueError, match="must leave"):
         world.rollout(plan, prefix=2)
+
+
+def test_an_object_that_must_stay_on_the_table_is_slid_held_not_picked() -> None:
+    """avoid_obstacle's can may never be lifted: the suggestions slide it (grasped, pressed down, a finger
+    leading along each leg of the detour around the mug) instead of picking it up; the palm stays above it."""
+    task = load_task("avoid_obstacle")
+    scene = task.scene(1)
+    world = MujocoWorld(scene)
+    boxes = geometry(scene, world.state())
+    start = world.start_pose()
+    ctx = Context(boxes, Tcp(start.position, scene.robot.yaw), safe_height(boxes), start.to_dict())
+    kinds = [p.kind for p in primitives_for(task_hints(task, scene, 1), boxes, 0)]
+    assert "slide" in kinds and "pick" not in kinds
+    (slide,) = [p for p in primitives_for(task_hints(task, scene, 1), boxes, 0) if p.kind == "slide"]
+    path = slide.build(ctx, slide.values(np.full(slide.dim, 0.0)))  # the lowest grasp it may choose
+    z, yaw = start.position[2], scene.robot.yaw
+    legs = []
+    for a in path.actions:
+        z += a.get("dz", 0.0) * (-1 if a["type"] == "DESCEND" else 1 if a["type"] in ("LIFT", "MOVE") else 0)
+        yaw += a.get("dyaw", 0.0)
+        if a["type"] == "PUSH":
+            heading = np.arctan2(a["dy"], a["dx"])
+            legs.append(min(np.mod(yaw - heading, np.pi), np.pi - np.mod(yaw - heading, np.pi)))
+            assert z >= boxes["can"].top - 0.0321
+    assert len(legs) == 2 and np.allclose(legs, 0.0, atol=1e-6)  # around the mug, opening axis leading
