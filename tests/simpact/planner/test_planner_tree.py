@@ -214,15 +214,21 @@ def test_a_branch_that_fails_a_whole_rollout_predicate_is_a_dead_end(tmp_path: P
     assert any("(dead end)" in line for line in tree_markdown([n.to_dict() for n in result.nodes]))
 
 
-def _corner_push() -> tuple[Any, Context]:
-    """box_to_corner's push primitive (seed 2) and the context it is built in."""
-    task = load_task("box_to_corner")
-    scene = task.scene(2)
+def _root(name: str, seed: int) -> tuple[list[Any], Context]:
+    """A task's primitives at the root of its tree (``seed``) and the context they are built in."""
+    task = load_task(name)
+    scene = task.scene(seed)
     world = MujocoWorld(scene)
     boxes = geometry(scene, world.state())
     start = world.start_pose()
     ctx = Context(boxes, Tcp(start.position, scene.robot.yaw), safe_height(boxes), start.to_dict())
-    (push,) = [p for p in primitives_for(task_hints(task, scene, 2), boxes, 0) if p.kind == "push"]
+    return primitives_for(task_hints(task, scene, seed), boxes, 0), ctx
+
+
+def _corner_push() -> tuple[Any, Context]:
+    """box_to_corner's push primitive (seed 2) and the context it is built in."""
+    prims, ctx = _root("box_to_corner", 2)
+    (push,) = [p for p in prims if p.kind == "push"]
     return push, ctx
 
 
@@ -265,17 +271,12 @@ def test_a_branch_rollout_refuses_a_snapshot_its_plan_does_not_reach(tmp_path: P
 def test_an_object_that_must_stay_on_the_table_is_slid_held_not_picked() -> None:
     """avoid_obstacle's can may never be lifted: the suggestions slide it (grasped, pressed down, a finger
     leading along each leg of the detour around the mug) instead of picking it up; the palm stays above it."""
-    task = load_task("avoid_obstacle")
-    scene = task.scene(1)
-    world = MujocoWorld(scene)
-    boxes = geometry(scene, world.state())
-    start = world.start_pose()
-    ctx = Context(boxes, Tcp(start.position, scene.robot.yaw), safe_height(boxes), start.to_dict())
-    kinds = [p.kind for p in primitives_for(task_hints(task, scene, 1), boxes, 0)]
+    prims, ctx = _root("avoid_obstacle", 1)
+    kinds = [p.kind for p in prims]
     assert "slide" in kinds and "pick" not in kinds
-    (slide,) = [p for p in primitives_for(task_hints(task, scene, 1), boxes, 0) if p.kind == "slide"]
+    (slide,) = [p for p in prims if p.kind == "slide"]
     path = slide.build(ctx, slide.values(np.full(slide.dim, 0.0)))  # the lowest grasp it may choose
-    z, yaw = start.position[2], scene.robot.yaw
+    z, yaw = ctx.tcp.position[2], ctx.tcp.yaw
     legs = []
     for a in path.actions:
         z += a.get("dz", 0.0) * (-1 if a["type"] == "DESCEND" else 1 if a["type"] in ("LIFT", "MOVE") else 0)
@@ -283,5 +284,5 @@ def test_an_object_that_must_stay_on_the_table_is_slid_held_not_picked() -> None
         if a["type"] == "PUSH":
             heading = np.arctan2(a["dy"], a["dx"])
             legs.append(min(np.mod(yaw - heading, np.pi), np.pi - np.mod(yaw - heading, np.pi)))
-            assert z >= boxes["can"].top - 0.0321
+            assert z >= ctx.boxes["can"].top - 0.0321
     assert len(legs) == 2 and np.allclose(legs, 0.0, atol=1e-6)  # around the mug, opening axis leading
