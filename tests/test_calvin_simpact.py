@@ -50,6 +50,22 @@ def test_scene_of_chain0_matches_its_observations(env) -> None:
     assert abs(scene.robot.yaw - (chain.robot_obs[5] - np.pi / 2)) < 1e-6
 
 
+def test_scene_from_the_frame_matches_the_ground_truth(env) -> None:
+    """real2sim's masks back-end on the static camera: the blocks it sees within 1 cm of the simulator's,
+    the one inside the cabinet (unseen in chain 29) taken from the simulator."""
+    chain = CHAINS[29]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    seen = cs.frame_blocks(env)
+    truth = cs.calvin_scene(env, "ground_truth")
+    assert set(seen) == {"block_red", "block_blue"}
+    for name, obj in seen.items():
+        assert np.linalg.norm(np.subtract(obj.position, truth.object(name).position)) < 0.01, name
+        assert np.allclose(sorted(obj.size), sorted(truth.object(name).size), atol=0.005), name
+    scene = cs.calvin_scene(env, "frame")
+    assert scene.object("block_pink") == truth.object("block_pink")
+    assert np.allclose(scene.object("block_red").position, seen["block_red"].position, atol=1e-6)
+
+
 def test_action_mapping_moves_the_end_effector(env) -> None:
     chain = CHAINS[0]
     env.reset(chain.robot_obs, chain.scene_obs)
@@ -100,7 +116,8 @@ def test_lift_red_block_table_end_to_end(env) -> None:
     )
     assert record["completed"] == 1, record
     assert cs.LAST["planner_success"] is True
-    assert cs.LAST["scene_source"] == "ground_truth"
+    assert cs.LAST["scene_source"] == "frame"
+    assert cs.LAST["ground_truth_blocks"] == ["block_pink"]  # inside the cabinet, unseen
     assert "ground-truth goal" in cs.LAST["privileged"]
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.calvin.scripted import Mover
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
@@ -52,6 +53,8 @@ __all__ = [
     "execute",
     "family",
     "goal_for",
+    "frame_blocks",
+    "require_supported",
     "simpact_offline_policy",
     "subtask_task",
     "to_calvin",
@@ -64,9 +67,15 @@ BASE_XY = (-0.34, -0.46)
 """CALVIN's Panda base in x and y, m (scene D, no rotation): the scene frame's origin."""
 YAW_OFFSET = math.pi / 2
 """CALVIN's hand yaw minus SIMPACT's for the same finger direction, rad."""
-SCENE_SOURCE = "ground_truth"
-"""Where the blocks come from: the simulator's poses and collision boxes (the frame route is not wired)."""
-PRIVILEGED = "ground-truth goal (the subtask's own success condition) and ground-truth block poses"
+SCENE_SOURCE = "frame"
+"""Where the blocks come from: ``frame`` (real2sim's ``masks`` back-end on the static camera's RGB-D with
+ground-truth segmentation; a block the camera does not see, e.g. inside the cabinet or behind the arm, is
+taken from the simulator and named in :data:`LAST` ``ground_truth_blocks``) or ``ground_truth`` (every
+block from the simulator's poses and collision boxes)."""
+PRIVILEGED = (
+    "ground-truth goal (the subtask's own success condition); ground-truth segmentation masks; ground-truth"
+    " poses for blocks the static camera does not see"
+)
 BLOCK_FRICTION = 0.7
 BLOCK_MASS = 1.0
 MAX_ROLLOUTS = 150
@@ -113,11 +122,45 @@ two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box t
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
 
-def calvin_scene(env: Any) -> Scene:
-    """The SIMPACT scene of ``env``'s current state (rebuild back-end; ground truth, see the module)."""
+def frame_blocks(env: Any) -> dict[str, SceneObject]:
+    """The blocks real2sim finds in the static camera's RGB-D frame with its ground-truth masks (``masks``
+    back-end), as boxes of the fitted extents and poses in the scene frame (real2sim's frame: the camera's
+    pose relative to the robot base in x and y, the table plane it finds at z = 0). CALVIN's block mass
+    and friction. Blocks the camera does not see are absent."""
+    frame = env.frame("static")
+    labels = [f"block_{color}" for color in env.table.blocks]
+    config = Real2SimConfig(segmenter="masks", settle_s=0.0, render=False, overlays=False)
+    result = run_real2sim(frame, labels=labels, config=config)
+    out = {}
+    for name, g in result.geometries.items():
+        if name not in labels:
+            continue
+        color = name.removeprefix("block_")
+        out[name] = SceneObject(
+            name=name,
+            shape="box",
+            size=tuple(float(v) for v in g.extent),
+            position=tuple(float(v) for v in g.position),  # type: ignore[arg-type]
+            quaternion=tuple(float(v) for v in g.quaternion),  # type: ignore[arg-type]
+            mass=BLOCK_MASS,
+            friction=BLOCK_FRICTION,
+            rgba=_RGBA.get(color, (0.7, 0.7, 0.7, 1.0)),
+        )
+    return out
+
+
+def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
+    """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
+    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the fixed boxes, the robot."""
     pb, cid = env.pb, env.cid
+    seen = frame_blocks(env) if source == "frame" else {}
+    if source not in ("frame", "ground_truth"):
+        raise SimpactError(f"unknown scene source {source!r}; expected frame or ground_truth")
     objects = []
     for color, uid in env.table.blocks.items():
+        if f"block_{color}" in seen:
+            objects.append(seen[f"block_{color}"])
+            continue
         pos, quat = pb.getBasePositionAndOrientation(uid, physicsClientId=cid)
         size = pb.getCollisionShapeData(uid, -1, physicsClientId=cid)[0][3]
         x, y, z, w = quat
@@ -229,8 +272,14 @@ def family(task: str) -> str:
 
 def goal_for(task: str, scene: Scene) -> list[dict[str, Any]]:
     """The subtask's goal predicates in ``scene``, or :class:`Unsupported` naming why not."""
+    require_supported(task)
+    return GOALS[task](scene)
+
+
+def require_supported(task: str) -> None:
+    """Nothing for a subtask with a goal here; else :class:`Unsupported` naming its family and why not."""
     if task in GOALS:
-        return GOALS[task](scene)
+        return
     fam = family(task)
     for prefix, why in UNSUPPORTED.items():
         if fam.startswith(prefix) or fam == prefix:
@@ -292,7 +341,18 @@ def simpact_offline_policy(env: Any, task: str, instruction: str) -> None:
     LAST.update(task=task, family=family(task), scene_source=SCENE_SOURCE, privileged=PRIVILEGED)
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
-    scene = calvin_scene(env)
+    require_supported(task)
+    scene = calvin_scene(env, SCENE_SOURCE)
+    if SCENE_SOURCE == "frame":
+        truth = calvin_scene(env, "ground_truth")
+        LAST["ground_truth_blocks"] = [
+            o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
+        ]
+        LAST["frame_error_m"] = {
+            o.name: round(float(np.linalg.norm(np.subtract(o.position, truth.object(o.name).position))), 4)
+            for o in scene.objects
+            if o.name.startswith("block_") and o not in truth.objects
+        }
     spec = subtask_task(task, instruction, scene)  # raises Unsupported first
     t0 = time.perf_counter()
     world = make_world(scene)
