@@ -92,7 +92,7 @@ def test_goals_per_family() -> None:
         {"lifted": {"object": "block_red", "dz": 0.06, "held": True}}
     ]
     push = cs.goal_for("push_pink_block_left", scene)
-    assert push[0]["at"]["x"] == pytest.approx(0.5 - 0.14)
+    assert push[0]["at"]["x"] == pytest.approx(0.5 - 0.15)
     assert cs.goal_for("unstack_block", scene)[0]["lifted"]["object"] == "block_blue"
     unsupported = ("rotate_red_block_left", "open_drawer", "turn_on_led", "stack_block", "place_in_drawer",
                    "lift_red_block_slider", "move_slider_left", "push_into_drawer")  # fmt: skip

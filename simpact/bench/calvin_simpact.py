@@ -206,11 +206,23 @@ def _lift(color: str, scene: Scene) -> list[dict[str, Any]]:
     return [{"lifted": {"object": f"block_{color}", "dz": 0.06, "held": True}}]
 
 
+TABLE_TOP = ((-0.41, -0.155), (0.41, 0.02))
+"""Where a pushed block's centre may go on CALVIN's table top, CALVIN frame (x, y min and max corners, m):
+the top spans x +-0.44 and y from its front edge (-0.18) to the cabinet's slanted front (from y = 0); the
+SIMPACT table is larger, so pushes are kept on it by this region over the whole rollout."""
+
+
 def _push(color: str, sign: float, scene: Scene) -> list[dict[str, Any]]:
     name = f"block_{color}"
-    x0 = scene.object(name).position[0]
+    x0, y0, _ = scene.object(name).position
+    low = to_scene([*TABLE_TOP[0], 0.0])
+    high = to_scene([*TABLE_TOP[1], 0.0])
+    low[:2] = np.minimum(low[:2], [x0, y0])
+    high[:2] = np.maximum(high[:2], [x0, y0])
+    region = {"min": [round(float(v), 4) for v in low[:2]], "max": [round(float(v), 4) for v in high[:2]]}
     return [
-        {"at": {"object": name, "x": round(x0 + sign * 0.14, 4), "tolerance": 0.03}},
+        {"at": {"object": name, "x": round(x0 + sign * 0.15, 4), "tolerance": 0.03}},
+        {"in_region": {"object": name, **region, "during": "rollout"}},
         {"stays_on_table": {"object": name}},
     ]
 
@@ -242,8 +254,9 @@ def _goals() -> dict[str, GoalMaker]:
 GOALS: dict[str, GoalMaker] = _goals()
 """CALVIN subtask → its success condition as goal predicates in the scene frame. ``lift_C_block_table``:
 the block's lowest point 6 cm above the table (CALVIN: its height rises 5 cm), held. ``push_C_block_left``
-/ ``right``: the block's centre within 3 cm of 14 cm along -x / +x (CALVIN: x changes by more than 10 cm)
-and it never leaves the table (CALVIN: its non-robot contacts are kept). ``unstack_block``: the highest
+/ ``right``: the block's centre within 3 cm of 15 cm along -x / +x (CALVIN: x changes by more than 10 cm),
+on CALVIN's table top (:data:`TABLE_TOP`) throughout and never lifted off the table (CALVIN: its non-robot
+contacts are kept). ``unstack_block``: the highest
 block (if it stands on another) lifted 4 cm above its bottom, held."""
 
 UNSUPPORTED: dict[str, str] = {
