@@ -20,7 +20,7 @@ import numpy as np
 import trimesh
 
 from real2sim.pose import estimate_pose
-from real2sim.refine import refine_box, refine_cylinder
+from real2sim.refine import refine_box, refine_cylinder, refine_hull
 from real2sim.segment import AssignFn, segment
 from real2sim.shape import ShapeError, complete_shape
 from real2sim.table import fit_table
@@ -193,6 +193,9 @@ def _refine_boxes(
         if g.symmetry == "rotational" and not g.concave:
             out[i] = _refine_solid_of_revolution(g, frame, table, seg.mask)
             continue
+        if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
+            out[i] = _refine_convex(g, frame, table, seg.mask)
+            continue
         if g.symmetry != "box" or len(g.mesh.vertices) != 8:
             continue  # boxes only (a can lying on its side is box-symmetric too)
         found = refine_box(g, frame, table.T_world_cam, seg.mask)
@@ -210,6 +213,24 @@ def _refine_boxes(
             pose_source=f"{g.pose_source}+depth_refine",
         )
     return out
+
+
+def _refine_convex(g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray) -> ObjectGeometry:
+    """An upright convex shape moved and its mesh scaled per axis to explain the depth
+    (:func:`refine_hull`)."""
+    found = refine_hull(g, frame, table.T_world_cam, mask)
+    if found is None:
+        return g
+    position, scale, _, _ = found
+    mesh = g.mesh.copy()
+    mesh.apply_scale(scale)
+    return dataclasses.replace(
+        g,
+        mesh=mesh,
+        position=position,
+        extent=np.asarray(mesh.extents, dtype=np.float64),
+        pose_source=f"{g.pose_source}+depth_refine",
+    )
 
 
 def _refine_solid_of_revolution(

@@ -5,7 +5,9 @@ its faces are seen at a slant and shortened where the silhouette's depth is lost
 its centre, yaw and three edge lengths (bottom kept on the table, z = 0) to minimise, over the pixels around
 its mask, a robust cost computed by casting the pixels' rays at the box analytically (slab test).
 :func:`refine_cylinder` does the same for an upright solid of revolution (a can) with its centre, radius
-and height, the rays cast at the cylinder. The cost:
+and height, the rays cast at the cylinder. :func:`refine_hull` does it for any other upright convex shape (a
+mirror-completed bottle, a can lying on its side): its centre and the scales of its three local axes (about
+its bottom centre, so it stays on the table), the rays cast at the hull's face planes. The cost:
 
 - inside its own mask: the absolute difference between the box's and the measured depth, capped at
   :data:`CAP_M`; a mask pixel the box misses costs the cap (whether or not its depth was measured);
@@ -24,16 +26,31 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import trimesh
 from scipy.optimize import minimize
 
 from simpact.core.rotations import quat_to_matrix
 
-__all__ = ["CAP_M", "FREE_M", "box_depth", "cylinder_depth", "pixel_cost", "refine_box", "refine_cylinder"]
+__all__ = [
+    "CAP_M",
+    "FREE_M",
+    "box_depth",
+    "cylinder_depth",
+    "hull_depth",
+    "pixel_cost",
+    "refine_box",
+    "refine_cylinder",
+    "refine_hull",
+]
 
 CAP_M = 0.02
 """Largest cost of one pixel (m)."""
 FREE_M = 0.01
 """A measured surface this far (m) behind the box is free space the box must not fill."""
+HIDDEN_M = 0.05 * CAP_M
+"""Cost (m) of a pixel outside the mask where a refined hull would be hidden (:func:`refine_hull`)."""
+HULL_GRID_M = 0.004
+"""A hull's vertices are snapped to this grid (m) before its face planes are taken."""
 MAX_CHANGE = 0.35
 """Largest relative change of an edge the refinement may make."""
 MARGIN_PX = 12
@@ -81,9 +98,28 @@ def cylinder_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> 
     return np.minimum(np.where(side, t_side, np.inf), np.where(top, t_top, np.inf))
 
 
-def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray) -> float:
+def hull_depth(normals: np.ndarray, offsets: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Depth at which each ray (``origin`` (3,), ``dirs`` (N, 3), camera z = 1) enters the convex polytope
+    {x : normals @ x <= offsets} (``normals`` (F, 3), need not be unit; ``offsets`` (F,)); inf where it
+    misses."""
+    num = offsets - normals @ origin  # (F,)
+    den = dirs @ normals.T  # (N, F)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = num / den
+    parallel = np.abs(den) < 1e-12
+    outside = np.any(parallel & (num < 0), axis=1)  # parallel to a face and beyond it
+    t_near = np.max(np.where(den < -1e-12, ratio, -np.inf), axis=1)
+    t_far = np.min(np.where(den > 1e-12, ratio, np.inf), axis=1)
+    hit = ~outside & (t_near <= t_far) & (t_near > 0)
+    return np.where(hit, t_near, np.inf)
+
+
+def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray, hidden_m: float = 0.0) -> float:
     """The cost of the module docstring (m summed over the pixels) of a render ``t`` (N,, inf where the shape
-    is missed) against the measured ``depth`` (N,, 0 invalid) and the object's ``own`` mask (N,)."""
+    is missed) against the measured ``depth`` (N,, 0 invalid) and the object's ``own`` mask (N,). With
+    ``hidden_m`` > 0, each pixel outside the mask where the shape would be hidden (behind a measured surface
+    in front of it, or where nothing was measured) costs that much: of the shapes that explain the mask
+    equally, the one that hides least behind its neighbours wins."""
     hit = np.isfinite(t)
     valid = depth > 0
     t0 = np.where(hit, t, 0.0)
@@ -91,7 +127,10 @@ def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray) -> float:
     err = np.where(hit, np.where(valid, np.minimum(np.abs(t0 - depth), CAP_M), 0.0), CAP_M)
     # Seen through: the measured surface (table, background, a neighbour) lies behind the shape.
     behind = hit & valid & ~own & (depth > t0 + FREE_M)
-    return float(err[own].sum()) + CAP_M * float(np.count_nonzero(behind))
+    cost = float(err[own].sum()) + CAP_M * float(np.count_nonzero(behind))
+    if hidden_m > 0:
+        cost += hidden_m * float(np.count_nonzero(hit & ~own & ~behind))
+    return cost
 
 
 def _pixels(frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> tuple[np.ndarray, ...] | None:
@@ -192,3 +231,69 @@ def refine_cylinder(
     p, before, after = found
     s = p[2] / x0[2]
     return np.array([p[0], p[1], p[3] / 2]), np.array([s, s, p[3] / x0[3]]), before, after
+
+
+def refine_hull(
+    geometry: Any,
+    frame: Any,
+    T_world_cam: np.ndarray,
+    own_mask: np.ndarray,
+    *,
+    hidden_m: float = HIDDEN_M,
+    max_evals: int = 240,
+) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """The refined (position (3,), per-axis scale of the mesh about its bottom centre (3,), cost before, cost
+    after) of an upright convex shape ``geometry`` (its mesh is taken as its convex hull, in the object
+    frame), or None when it is not upright or the refinement does not help; the yaw is kept. Pixels where
+    the hull would hide behind something outside its mask cost ``hidden_m`` each (see :func:`pixel_cost`)."""
+    px = _pixels(frame, T_world_cam, own_mask)
+    if _yaw_if_upright(geometry) is None or px is None:
+        return None
+    origin, dirs, depth, own = px
+    R = quat_to_matrix(geometry.quaternion)
+    # Its face planes, from the hull of its vertices snapped to a grid (a few dozen planes, not hundreds).
+    snapped = np.unique(np.round(np.asarray(geometry.mesh.vertices) / HULL_GRID_M) * HULL_GRID_M, axis=0)
+    hull = trimesh.convex.convex_hull(snapped)
+    bottom = np.array([0.0, 0.0, float(geometry.mesh.bounds[0, 2])])  # scaled about this point (on the table)
+    normals = np.asarray(hull.face_normals, dtype=float)
+    offsets = np.einsum("ij,ij->i", normals, np.asarray(hull.triangles[:, 0], dtype=float) - bottom)
+    keep = np.unique(np.round(np.column_stack([normals, offsets]), 6), axis=0, return_index=True)[1]
+    normals, offsets = normals[keep], offsets[keep]
+    d_local = dirs @ R  # rows: R.T @ d
+    size = np.asarray(geometry.mesh.extents, dtype=float)
+
+    def scales(p: np.ndarray) -> np.ndarray:
+        return np.asarray(p[2:5], dtype=float) / size
+
+    # The parameters: the bottom centre's position on the table (world x, y), then the three sizes (m).
+    base = np.asarray(geometry.position, dtype=float) + R @ bottom
+
+    def cost(p: np.ndarray) -> float:
+        s = scales(p)
+        if np.any(np.abs(s - 1.0) > MAX_CHANGE):  # both stages together stay within MAX_CHANGE
+            return 1e9
+        # The camera in the object's axes, from the bottom centre placed at (p[0], p[1]) on the table.
+        o_local = R.T @ (origin - np.array([p[0], p[1], base[2]]))
+        t = hull_depth(normals / s, offsets, o_local, d_local)
+        return pixel_cost(t, depth, own, hidden_m)
+
+    x0 = np.concatenate([base[:2], size])
+    scale = np.array([0.003, 0.003, 0.004, 0.004, 0.004])
+    # The sizes first with the centre kept (the centre moving alone can slide a shape behind a neighbour),
+    # then all together from there.
+    sized = _minimise(
+        lambda q: cost(np.concatenate([x0[:2], q])), x0[2:], scale[2:], slice(0, 3), max_evals // 2
+    )
+    x1 = x0 if sized is None else np.concatenate([x0[:2], sized[0]])
+    found = _minimise(cost, x1, scale, slice(2, 5), max_evals // 2)
+    if found is None:
+        if sized is None:
+            return None
+        found = (x1, sized[1], sized[2])
+    p, _, after = found
+    before = float(cost(x0))
+    if not after < before:
+        return None
+    s = scales(p)
+    position = np.array([p[0], p[1], base[2]]) - R @ (bottom * s)
+    return position, s, before, after
