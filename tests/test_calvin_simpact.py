@@ -46,6 +46,9 @@ def test_scene_of_chain0_matches_its_observations(env) -> None:
         assert abs(got[2] - 0.02) < 2e-3
     assert np.linalg.norm(np.asarray(scene.robot.position) - cs.to_scene(chain.robot_obs[:3])) < 1e-3
     assert np.allclose(cs.to_calvin(cs.to_scene(chain.robot_obs[:3])), chain.robot_obs[:3])
+    # blocks in the cabinet's opening: its boxes would overlap them and are left out; the button stays
+    names = {o.name for o in scene.objects}
+    assert "button" in names and "cabinet_front" not in names and "cabinet_back" not in names
     # CALVIN's yaw 1.5 (fingers closing along x) is SIMPACT's yaw about 0
     assert abs(scene.robot.yaw - (chain.robot_obs[5] - np.pi / 2)) < 1e-6
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.calvin.scripted import Mover
@@ -116,8 +117,8 @@ FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] 
 }
 """The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
 of the table's collision mesh: the LED button's housing, and the slanted front of the sliding cabinet in
-two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that would hold a block
-(e.g. one in the cabinet's opening) is left out of that scene."""
+two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that would overlap a
+block (e.g. one in the cabinet's opening) is left out of that scene."""
 
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
@@ -149,6 +150,14 @@ def frame_blocks(env: Any) -> dict[str, SceneObject]:
     return out
 
 
+def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
+    """A box object's axis-aligned bounds in the scene frame, m."""
+    w, x, y, z = obj.quaternion
+    half = np.abs(Rotation.from_quat([x, y, z, w]).as_matrix()) @ (np.asarray(obj.size) / 2)
+    centre = np.asarray(obj.position, dtype=float)
+    return centre - half, centre + half
+
+
 def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
     """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
     (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the fixed boxes, the robot."""
@@ -176,10 +185,11 @@ def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
                 rgba=_RGBA.get(color, (0.7, 0.7, 0.7, 1.0)),
             )
         )
+    spans = [_aabb(o) for o in objects]
     for name, (low, high) in FIXED.items():
         lo, hi = to_scene(low), to_scene(high)
-        if any(np.all(lo <= o.position) and np.all(np.asarray(o.position) <= hi) for o in objects):
-            continue
+        if any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
+            continue  # it would overlap a block
         objects.append(
             SceneObject(
                 name=name,
