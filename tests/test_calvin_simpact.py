@@ -94,11 +94,12 @@ def test_goals_per_family() -> None:
     assert cs.goal_for("lift_red_block_table", scene) == [
         {"lifted": {"object": "block_red", "dz": 0.06, "held": True}}
     ]
+    assert cs.goal_for("lift_red_block_slider", scene) == cs.goal_for("lift_red_block_table", scene)
     push = cs.goal_for("push_pink_block_left", scene)
     assert push[0]["at"]["x"] == pytest.approx(0.5 - 0.15)
     assert cs.goal_for("unstack_block", scene)[0]["lifted"]["object"] == "block_blue"
     unsupported = ("rotate_red_block_left", "open_drawer", "turn_on_led", "stack_block", "place_in_drawer",
-                   "lift_red_block_slider", "move_slider_left", "push_into_drawer")  # fmt: skip
+                   "lift_red_block_drawer", "move_slider_left", "push_into_drawer")  # fmt: skip
     for task in unsupported:
         with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
             cs.goal_for(task, scene)
