@@ -2,15 +2,17 @@
 
 For each subtask, from the environment's current state (the robot is never reset between subtasks):
 
-1. **Scene.** A SIMPACT :class:`~simpact.core.scene.Scene` of the table top: the three blocks (sizes from
-   their collision boxes, poses from the simulator: ground truth, ``SCENE_SOURCE``), the table top as the
-   table plane, the robot's tool centre point, yaw and gripper opening where CALVIN's are. Frames: the
-   scene's origin is CALVIN's Panda base in x and y and the table top (z = 0.44 m) in z, axes parallel to
-   CALVIN's (its base has no rotation). SIMPACT's FR3 base stands at the scene origin on the table plane,
-   so it is 0.20 m higher than CALVIN's Panda base; the tool centre point is where CALVIN's is. The hand's
-   yaw: CALVIN's fingers close along y at yaw 0, SIMPACT's open along x, so ``simpact = calvin - pi/2``.
-   The table's fixed parts near the workspace are fixed boxes (:data:`FIXED`: the button's housing, the
-   sliding cabinet's slanted front); the doors, drawer and switch are not in the scene.
+1. **Scene.** A SIMPACT :class:`~simpact.core.scene.Scene` of the table top: the three blocks as boxes
+   (:data:`SCENE_SOURCE` ``frame``: real2sim's ``masks`` back-end on the static camera's RGB-D and
+   ground-truth segmentation, :func:`frame_blocks`; a block the camera does not see comes from the
+   simulator, named in :data:`LAST`), the table top as the table plane, the robot's tool centre point, yaw
+   and gripper opening where CALVIN's are. Frames: the scene's origin is CALVIN's Panda base in x and y
+   and the table top (z = 0.44 m) in z, axes parallel to CALVIN's (its base has no rotation). SIMPACT's
+   FR3 base stands at the scene origin on the table plane, so it is 0.20 m higher than CALVIN's Panda
+   base; the tool centre point is where CALVIN's is. The hand's yaw: CALVIN's fingers close along y at yaw
+   0, SIMPACT's open along x, so ``simpact = calvin - pi/2``. The table's fixed parts near the workspace
+   are fixed boxes (:data:`FIXED`: the button's housing, the sliding cabinet's slanted front); the doors,
+   drawer and switch are not in the scene.
 2. **Goal.** The subtask's success condition as goal predicates (:data:`GOALS`): privileged, as the goal
    the planner scores rollouts with is the benchmark's own condition.
 3. **Plan.** The no-skeleton tree planner (:func:`simpact.planner.tree.plan_tree`, small budget) in a
@@ -20,8 +22,11 @@ For each subtask, from the environment's current state (the robot is never reset
    scripted :class:`~simpact.calvin.scripted.Mover`. CALVIN's own check judges, in the evaluation wrapper.
 
 Families with no goal here raise :class:`Unsupported` (the subtask fails; its record's ``policy_error``
-names the family and why): see :data:`UNSUPPORTED`. The mode is privileged (ground-truth goal and
-ground-truth state) and needs the rebuild back-end (it reads the simulator).
+names the family and why): see :data:`UNSUPPORTED`. The mode is privileged (:data:`PRIVILEGED`: the
+ground-truth goal, ground-truth masks, ground-truth poses of unseen blocks) and needs the rebuild back-end
+(it reads the simulator). The episode records say what the evaluation wrapper records; what this mode
+planned for the last subtask (scene source, unseen blocks, perception error, planner verdict, actions) is in
+:data:`LAST`.
 """
 
 from __future__ import annotations
