@@ -289,13 +289,17 @@ def _oblique_share(points: np.ndarray, radius_m: float = 0.01) -> float:
 
 def _lying_cylinder(points: np.ndarray, pad_m: float) -> tuple[Shape, float]:
     """A cylinder lying on the table (horizontal axis): its diameter the height of its top, its axis along
-    one side of the top view's rectangle (whichever fits better), its axis line the best fit of the
-    cross-section circle to the points. Returns the shape and the median distance of the points to it."""
+    one side of the top view's rectangle or within 15 degrees of one (whichever fits best), its axis line the
+    best fit of the cross-section circle to the points. Returns the shape and the median distance of the
+    points to it."""
     top = max(float(np.percentile(points[:, 2], 99.5)), 0.002)
     radius = top / 2
     yaw0, _, _, _ = _fit_rectangle(points[:, :2])
     best: tuple[float, float, float, float, float] | None = None  # residual, yaw, t0, lo, hi
-    for yaw in (yaw0, yaw0 + np.pi / 2):
+    # The top view's rectangle of a partial view can be turned a few degrees from the axis (one side seen):
+    # axes within 15 degrees of either side are tried.
+    turns = np.deg2rad(np.arange(-15.0, 15.1, 2.5))
+    for yaw in np.concatenate([yaw0 + turns, yaw0 + np.pi / 2 + turns]):
         u = np.array([np.cos(yaw), np.sin(yaw)])
         a, t = points[:, :2] @ u, points[:, :2] @ [-u[1], u[0]]
         lo, hi = float(np.percentile(a, 0.5)) - pad_m, float(np.percentile(a, 99.5)) + pad_m
