@@ -71,7 +71,10 @@ REAL_FRAMES: dict[str, dict[str, str | None]] = {
         "tomato soup can": "tomato soup can",
         "red bowl": "bowl",
     },
-    "rgbd/6dof_graspnet/cheezit.npy": {"cracker box": "cracker box"},
+    # Not the YCB cracker box (6 x 15.8 x 21 cm): a smaller Cheez-It box. Standing upright, its own points
+    # reach 19.5 cm above the table (19.7 cm at most) and span 4.8 x 14.8 cm; the mustard bottle of the same
+    # dataset and camera measures its YCB height (19.2 vs 19 cm), so depth and intrinsics are not the cause.
+    "rgbd/6dof_graspnet/cheezit.npy": {"cracker box": None},
     "rgbd/6dof_graspnet/mustard.npy": {"mustard bottle": "mustard bottle"},
     # Not the YCB bowl: its own points reach 8.1 cm above the table, the YCB bowl is 5.5 cm tall.
     "rgbd/6dof_graspnet/green_bowl.npy": {"green bowl": None},
