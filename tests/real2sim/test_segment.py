@@ -143,3 +143,23 @@ def test_numbered_copies_touching_each_other_are_cut_into_pieces() -> None:
     iou = np.array([[(s.mask & t).sum() / (s.mask | t).sum() for t in truth] for s in beans])
     rows, cols = linear_sum_assignment(-iou)
     assert np.all(iou[rows, cols] > 0.7), np.round(iou[rows, cols], 2)
+
+
+def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
+    """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
+    cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point
+    location, which took up to 0.7 s per region)."""
+    from real2sim.segment import _split_at_height_step
+
+    rows, cols = np.mgrid[0:60, 0:80]
+    pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)
+    mask = np.ones(rows.shape, bool)
+    side_by_side = np.where(cols < 40, 0.10, 0.04)
+    parts = _split_at_height_step(mask, pts, side_by_side, np.eye(4), 10)
+    assert len(parts) == 2
+    (a, top_a), (b, top_b) = parts
+    assert not (a & b).any() and (a | b).all()
+    assert sorted([top_a, top_b]) == pytest.approx([0.04, 0.10])
+    r = np.hypot(rows - 30, cols - 40)
+    bowl = np.where(r > 24, 0.10, 0.02)  # a floor of a third of the cells: only its place says "one"
+    assert len(_split_at_height_step(mask, pts, bowl, np.eye(4), 10)) == 1
