@@ -139,6 +139,7 @@ def test_a_bottle_seen_from_its_narrow_side_is_mirrored_about_its_neck() -> None
     neck = trimesh.creation.cylinder(radius=0.012, height=0.04, sections=32)
     neck.apply_translation([0.0, 0.0, 0.095])
     bottle = trimesh.util.concatenate([body, neck])
+    assert isinstance(bottle, trimesh.Trimesh)
     bottle.apply_translation([0.5, 0.0, 0.075])
     pts, faces = trimesh.sample.sample_surface(bottle, 20000, seed=0)
     normals = bottle.face_normals[faces]
