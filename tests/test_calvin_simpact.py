@@ -119,10 +119,11 @@ def test_lift_red_block_table_end_to_end(env) -> None:
         env, dataclasses.replace(chain, sequence=chain.sequence[:1]), MODES["simpact-offline"]
     )
     assert record["completed"] == 1, record
-    assert cs.LAST["planner_success"] is True
-    assert cs.LAST["scene_source"] == "frame"
-    assert cs.LAST["ground_truth_blocks"] == ["block_pink"]  # inside the cabinet, unseen
-    assert "ground-truth goal" in cs.LAST["privileged"]
+    said = record["subtasks"][0]["policy"]  # the subtask's record says what the policy saw and planned
+    assert said["planner_success"] is True
+    assert said["scene_source"] == "frame"
+    assert said["ground_truth_blocks"] == ["block_pink"]  # inside the cabinet, unseen
+    assert "ground-truth goal" in said["privileged"]
 
 
 def test_unsupported_family_fails_the_subtask(env) -> None:
@@ -133,3 +134,4 @@ def test_unsupported_family_fails_the_subtask(env) -> None:
     assert record["completed"] == 0
     assert "rotate_*_block_right unsupported" in record["subtasks"][0]["policy_error"]
     assert record["subtasks"][0]["steps"] == 0
+    assert record["subtasks"][0]["policy"]["family"] == "rotate_*_block_right"

@@ -370,6 +370,15 @@ def simpact_offline_policy(env: Any, task: str, instruction: str) -> None:
     families raise :class:`Unsupported`."""
     LAST.clear()
     LAST.update(task=task, family=family(task), scene_source=SCENE_SOURCE, privileged=PRIVILEGED)
+    try:
+        _plan_and_execute(env, task, instruction)
+    finally:  # the subtask's record says how the scene was seen and what was planned (evaluate.Judged)
+        notes = getattr(env, "notes", None)
+        if isinstance(notes, dict):
+            notes.update({k: v for k, v in LAST.items() if k != "actions"})
+
+
+def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)

@@ -75,6 +75,9 @@ class Judged:
         self.start = env.snapshot()
         self.steps = 0
         self.success = False
+        self.notes: dict[str, Any] = {}
+        """What the policy says about its attempt (how it saw the scene, what it planned): the subtask's
+        record carries it as ``policy``."""
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._env, name)
@@ -112,6 +115,8 @@ def _attempt(
               "wall_s": round(time.perf_counter() - t0, 3)}  # fmt: skip
     if error is not None:
         record["policy_error"] = error
+    if judged.notes:
+        record["policy"] = dict(judged.notes)
     return record
 
 
