@@ -253,6 +253,27 @@ def _unstack(scene: Scene) -> list[dict[str, Any]]:
     return [{"lifted": {"object": top.name, "dz": round(bottom + 0.04, 4), "held": True}}]
 
 
+def _rotate(color: str, sign: float, scene: Scene) -> list[dict[str, Any]]:
+    """The block's yaw changed by 80 deg (CALVIN: more than 60; the margin because the block slips in
+    CALVIN's grip: a plan turning it 66 deg in SIMPACT fell short in CALVIN on chain 0) clockwise (``sign``
+    -1, ``right``) or counterclockwise (+1, ``left``) seen from above, tipped by at most 20 deg (CALVIN:
+    its x and y Euler angles under 30), its centre within 5 cm of its start (CALVIN: 10 cm). Both frames
+    have the same z axis, so the block's yaw change is the same in each."""
+    direction = "ccw" if sign > 0 else "cw"
+    name = f"block_{color}"
+    return [
+        {
+            "turned": {
+                "object": name,
+                "min_deg": 80,
+                "direction": direction,
+                "max_tilt_deg": 20,
+                "max_move": 0.05,
+            }
+        }
+    ]
+
+
 GoalMaker = Callable[[Scene], list[dict[str, Any]]]
 
 
@@ -263,6 +284,8 @@ def _goals() -> dict[str, GoalMaker]:
         out[f"lift_{color}_block_slider"] = lambda s, c=color: _lift(c, s)  # type: ignore[misc]
         out[f"push_{color}_block_right"] = lambda s, c=color: _push(c, 1.0, s)  # type: ignore[misc]
         out[f"push_{color}_block_left"] = lambda s, c=color: _push(c, -1.0, s)  # type: ignore[misc]
+        out[f"rotate_{color}_block_right"] = lambda s, c=color: _rotate(c, -1.0, s)  # type: ignore[misc]
+        out[f"rotate_{color}_block_left"] = lambda s, c=color: _rotate(c, 1.0, s)  # type: ignore[misc]
     out["unstack_block"] = _unstack
     return out
 
@@ -276,11 +299,11 @@ either, and fails). ``push_C_block_left``
 / ``right``: the block's centre within 3 cm of 15 cm along -x / +x (CALVIN: x changes by more than 10 cm),
 on CALVIN's table top (:data:`TABLE_TOP`) throughout and never lifted off the table (CALVIN: its non-robot
 contacts are kept). ``unstack_block``: the highest
-block (if it stands on another) lifted 4 cm above its bottom, held."""
+block (if it stands on another) lifted 4 cm above its bottom, held. ``rotate_C_block_right`` / ``left``:
+the block's yaw changed by 80 deg clockwise / counterclockwise seen from above (CALVIN: its Euler z
+changes by more than -60 / 60 deg), nearly level and in place (see :func:`_rotate`)."""
 
 UNSUPPORTED: dict[str, str] = {
-    "rotate_": "no tree-planner primitive turns an object about z (a yaw predicate alone gives it nothing to "
-    "search with)",
     "lift_*_block_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
     "place_in_": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express; the "
     "slider and drawer are not in the scene",

@@ -41,10 +41,12 @@ class GoalHint:
 
     ``kind``: ``place`` (at / in_region / on_top_of / nested_in), ``upright`` (upright / tilt_below),
     ``standing`` (standing_on a smallest face), ``lift`` (lifted), ``topple`` (standing_on a largest
-    face), ``keep`` (not_moved / not_touched), ``on_table`` (stays_on_table: it may move, never lifted).
+    face), ``keep`` (not_moved / not_touched), ``on_table`` (stays_on_table: it may move, never lifted),
+    ``turn`` (turned: its yaw about the vertical changes by ``angle``).
     ``point``: the world point (m) where the goal wants the object's centre, when it names one; ``onto``:
     the object it should rest on or in; ``face``: ``smallest`` or ``largest``; ``height``: m above the
-    table for ``lift``."""
+    table for ``lift``; ``angle``: the yaw change for ``turn``, degrees, positive counterclockwise seen
+    from above."""
 
     object: str
     kind: str
@@ -52,6 +54,7 @@ class GoalHint:
     onto: str | None = None
     face: str | None = None
     height: float | None = None
+    angle: float | None = None
 
 
 @dataclass(frozen=True)

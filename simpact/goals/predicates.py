@@ -512,3 +512,65 @@ def at_rest(params: Mapping[str, Any], ctx: Context) -> Outcome:
         speed_m_s=speed,
         angular_rad_s=spin,
     )
+
+
+# --- turned -------------------------------------------------------------------------------------------------
+_DIRECTIONS = {"ccw": 1.0, "cw": -1.0, "any": 0.0}
+
+
+def _turn_params(params: Mapping[str, Any]) -> tuple[float, float]:
+    """``min_deg`` and the direction's sign (+1 ccw, -1 cw, 0 any)."""
+    direction = str(params.get("direction", "any"))
+    if direction not in _DIRECTIONS:
+        raise GoalError(f"goal: turned 'direction' must be ccw, cw or any, got {direction!r}")
+    min_deg = float(params["min_deg"])
+    if not 0.0 < min_deg < 180.0:
+        raise GoalError(f"goal: turned 'min_deg' must be in (0, 180), got {min_deg}")
+    return min_deg, _DIRECTIONS[direction]
+
+
+def _turned_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
+    min_deg, sign = _turn_params(params)
+    angle = (sign or 1.0) * min_deg
+    return [GoalHint(n, "turn", angle=angle) for n in ctx.expand(params["object"])]
+
+
+@register(
+    "turned",
+    required=("object", "min_deg"),
+    optional=("direction", "max_tilt_deg", "max_move", "scale"),
+    hints=_turned_hints,
+)
+def turned(params: Mapping[str, Any], ctx: Context) -> Outcome:
+    """At the end, the object's yaw about the world's vertical has changed from its initial pose by at least
+    ``min_deg`` (in (0, 180)) in ``direction``: ``ccw`` (positive about +z, seen from above), ``cw`` or
+    ``any`` (default). The yaw is that of the rotation from the initial to the final pose, in (-180, 180]
+    (CALVIN's rotate check: its Euler z); with ``max_tilt_deg``, that rotation also tips the vertical by at
+    most that much, and with ``max_move`` the centre ends within that many m of its start."""
+    name = params["object"]
+    min_deg, sign = _turn_params(params)
+    _, quat = ctx.poses(name, "end")
+    p0, q0 = ctx.initial_pose(name)
+    rel = quat_mul(quat[-1], quat_conj(q0))
+    x_axis = quat_rotate(rel[None], np.array([[1.0, 0.0, 0.0]]))[0]
+    z_axis = quat_rotate(rel[None], np.array([[0.0, 0.0, 1.0]]))[0]
+    yaw = float(np.degrees(np.arctan2(x_axis[1], x_axis[0])))
+    tilt = float(np.degrees(np.arccos(np.clip(z_axis[2], -1.0, 1.0))))
+    moved = float(np.linalg.norm(ctx.rollout.final.objects[name].position - p0))
+    along = abs(yaw) if sign == 0.0 else sign * yaw
+    scale = float(params.get("scale", 30.0))
+    violation = max(min_deg - along - 1e-9, 0.0)  # a turn by exactly min_deg holds despite rounding
+    max_tilt = params.get("max_tilt_deg")
+    if max_tilt is not None:
+        violation += max(tilt - float(max_tilt), 0.0)
+    max_move = params.get("max_move")
+    if max_move is not None:
+        violation += max(moved - float(max_move), 0.0) * scale / 0.05  # 5 cm count as much as the scale
+    return outcome(
+        violation == 0.0,
+        progress(violation, scale),
+        yaw_deg=yaw,
+        min_deg=min_deg,
+        tilt_deg=tilt,
+        moved_m=moved,
+    )

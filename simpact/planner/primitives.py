@@ -15,6 +15,8 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
   it moves held, so it neither tips nor leaves the table.
 * ``hold``: grasp an object and lift it by a height, holding it there.
 * ``topple``: push an object high, in any direction, to tip it over.
+* ``turn``: grasp an object from above, keep it on the table (or a few mm up) and turn the hand about the
+  vertical by the wanted yaw change and a little more, then let go: it turns in place.
 * ``pivot``: push an object against a fixed support and turn it up about its far bottom edge, the fingertip
   following the arc of its near edge (extrinsic dexterity: the support is the second hand).
 * ``sweep``: grasp an elongated tool and drag it through a group of objects toward a point.
@@ -54,6 +56,7 @@ __all__ = [
     "slide_builder",
     "sweep_builder",
     "topple_builder",
+    "turn_builder",
 ]
 
 FINGER_FRONT = 0.0105
@@ -79,8 +82,8 @@ _STEP = 0.45
 @dataclass(frozen=True)
 class Hint:
     """What a goal is about (the fields of the goals module's ``GoalHint``): ``object`` (a name or a glob),
-    ``kind`` (place, upright, standing, lift, topple, keep), a ``point`` (x, y, z) or ``onto`` another
-    object, a ``face`` (smallest, largest) and a ``height`` (m)."""
+    ``kind`` (place, upright, standing, lift, topple, keep, turn), a ``point`` (x, y, z) or ``onto``
+    another object, a ``face`` (smallest, largest), a ``height`` (m) and an ``angle`` (deg, ccw)."""
 
     object: str
     kind: str
@@ -88,6 +91,7 @@ class Hint:
     onto: str | None = None
     face: str | None = None
     height: float | None = None
+    angle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -479,6 +483,37 @@ def hold_builder(name: str, height: float) -> Builder:
         path = _Path(ctx.tcp)
         _grasp(ctx, box, grip, squeeze, path)
         path.to_z(path.p[2] + height + extra, f"lift {box.name} and hold it")
+        return path
+
+    return build
+
+
+def turn_builder(name: str, degrees: float) -> Builder:
+    """Turn ``name`` about the vertical by ``degrees`` (positive counterclockwise seen from above) plus the
+    parameter ``extra`` (deg, in the same sense): grasp it from above, raise it by ``lift`` (m, a few mm:
+    0 keeps it pressed on the table), turn the hand, set it down, let go, rise. The grasp's yaw (the hand
+    is symmetric under a half turn) is the one that leaves the wrist room for the turn."""
+
+    def build(ctx: Context, v: np.ndarray) -> _Path:
+        height, squeeze, extra, lift = v
+        box = ctx.boxes[name]
+        sign = 1.0 if degrees >= 0 else -1.0
+        turn = math.radians(degrees) + sign * math.radians(extra)
+        angle, _ = box.narrow_axis()
+        path = _Path(ctx.tcp)
+        options = [angle + k * math.pi for k in range(-3, 4) if abs(angle + k * math.pi) <= _MAX_YAW]
+        room = [a for a in options if abs(a + turn) <= _MAX_YAW] or options
+        start = min(room, key=lambda a: (abs(a + turn / 2), abs(a - path.yaw)))
+        path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
+        path.move_to(box.centre[0], box.centre[1], reason=f"above {box.name}")
+        path.turn_to(start, f"fingers across {box.name}, the wrist with room to turn")
+        _grasp(ctx, box, height, squeeze, path)
+        path.to_z(path.p[2] + lift, f"hold {box.name} on (or just above) the table")
+        path._add("ROTATE", f"turn {box.name} about the vertical", dyaw=turn)
+        path.yaw += turn
+        path.to_z(path.p[2] - lift, f"set {box.name} down")
+        path.release("let go")
+        path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
         return path
 
     return build

@@ -8,6 +8,7 @@
   elongated object no goal names);
 * an object to stand on its smallest face: ``pivot`` it against the nearest fixed object;
 * an object to be lifted: ``hold`` it up; to be toppled: ``topple`` it;
+* an object to be turned about the vertical: ``turn`` it in place, held, when it fits the hand;
 * below the root, also ``retreat``.
 
 Ranges are in metres, radians or fractions of the object's size; none is taken from a reference plan or a
@@ -36,6 +37,7 @@ from simpact.planner.primitives import (
     slide_builder,
     sweep_builder,
     topple_builder,
+    turn_builder,
 )
 
 __all__ = ["primitives_for"]
@@ -100,7 +102,8 @@ def _groups(hints: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, list[
     for h in hints:
         if h.kind in ("keep", "on_table"):
             continue
-        key = (h.kind, None if h.point is None else tuple(np.round(h.point, 6)), h.onto, h.face, h.height)
+        point = None if h.point is None else tuple(np.round(h.point, 6))
+        key = (h.kind, point, h.onto, h.face, h.height, getattr(h, "angle", None))
         members = fnmatch.filter(names, h.object)
         entry = out.setdefault(key, (h, []))
         entry[1].extend(m for m in members if m not in entry[1])
@@ -164,6 +167,19 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: boo
                 (0.2, 0.0, 0.0),
                 (0.9, 0.9, 0.03),
                 hold_builder(name, height),
+            )
+        )
+    if h.kind == "turn" and _graspable(box):
+        degrees = float(getattr(h, "angle", None) or 90.0)
+        out.append(
+            Primitive(
+                "turn",
+                name,
+                f"{degrees:+.0f} deg",
+                ("height", "squeeze", "extra_deg", "lift"),
+                (0.25, 0.0, 0.0, 0.0),
+                (0.9, 0.9, 40.0, 0.01),
+                turn_builder(name, degrees),
             )
         )
     if h.kind == "topple":

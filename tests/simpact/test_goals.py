@@ -310,6 +310,62 @@ CASES: list[tuple[str, dict[str, Any], Rollout, bool]] = [
     # at_rest: slower than max_speed at the end
     ("at_rest", {"object": "box"}, rollout(velocity={"box": (0.005, 0.0, 0.0)}), True),
     ("at_rest", {"object": "box"}, rollout(velocity={"box": (0.02, 0.0, 0.0)}), False),
+    # turned: the yaw change from the start, in the direction (ccw positive about +z), on the boundary
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "direction": "ccw"},
+        rollout([at_box(0.5, q=tilted(60, "z"))]),
+        True,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "direction": "cw"},
+        rollout([at_box(0.5, q=tilted(60, "z"))]),
+        False,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "direction": "cw"},
+        rollout([at_box(0.5, q=tilted(-60, "z"))]),
+        True,
+    ),
+    ("turned", {"object": "box", "min_deg": 45}, rollout([at_box(0.5, q=tilted(-60, "z"))]), True),
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "direction": "ccw"},
+        rollout([at_box(0.5, q=tilted(30, "z"))]),
+        False,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 90, "direction": "ccw"},
+        rollout([at_box(0.5, q=tilted(90, "z"))]),
+        True,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 90, "direction": "ccw"},
+        rollout([at_box(0.5, q=tilted(89, "z"))]),
+        False,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 10, "max_tilt_deg": 30},
+        rollout([at_box(0.5, q=tilted(60, "x"))]),
+        False,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "max_move": 0.0625},
+        rollout([at_box(0.5625, q=tilted(60, "z"))]),
+        True,
+    ),
+    (
+        "turned",
+        {"object": "box", "min_deg": 45, "max_move": 0.03125},
+        rollout([at_box(0.5625, q=tilted(60, "z"))]),
+        False,
+    ),
 ]
 
 
