@@ -28,7 +28,8 @@ __all__ = [
     "register",
 ]
 
-HINT_KINDS = ("place", "upright", "standing", "lift", "topple", "keep")
+HINT_KINDS = ("place", "upright", "standing", "lift", "topple", "keep", "on_table", "turn")
+"""Every :class:`GoalHint` ``kind`` a predicate may give."""
 
 
 class GoalError(SimpactError, ValueError):

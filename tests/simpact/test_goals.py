@@ -15,6 +15,7 @@ from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldS
 from simpact.core.rotations import rpy_to_quat
 from simpact.core.scene import Scene
 from simpact.goals import PREDICATES, GoalError, GoalHint, goal_names, parse_goal
+from simpact.goals.base import HINT_KINDS
 from simpact.tasks import Task, TaskError, load_task
 
 # Sizes and positions are binary fractions, so boundaries are exact in floating point.
@@ -490,6 +491,7 @@ def test_hints_name_each_object_and_resolve_points() -> None:
         {"at_rest": {"object": "box"}},
     ]
     hints = parse_goal(goal).hints(SCENE, goal_names(SCENE, {}))
+    assert {h.kind for h in hints} <= set(HINT_KINDS)
     assert hints == [
         GoalHint("box", "place", point=(0.625, 0.0, 0.125)),
         GoalHint("cube_a", "place", point=(0.5, 0.5, 0.015625)),
