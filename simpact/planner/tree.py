@@ -5,13 +5,16 @@ The root is the world's initial snapshot. Expanding a node builds the primitives
 (:func:`simpact.planner.primitives.primitives_for`) from the objects' poses where the node ends, and for
 each primitive runs the cross-entropy method over its parameters (a uniform population, then Gaussian ones
 refit to the elites, :func:`simpact.planner.offline.refit`), every population rolled out in parallel from
-the node's own end snapshot (``World.rollouts(plans, snapshot=...)``): a branch starts from the exact state
-its parent ended in, not from a replay (state-locked branching, as in RoboAware). A sample is scored by the
-task's :meth:`~simpact.tasks.Task.evaluate` on the whole history (the parent's trace up to its last action,
-then the sample's rollout with the task's hold), and the best sample of each primitive becomes a child.
+the node's own end snapshot: a branch starts from the exact state its parent ended in, not from a replay
+(state-locked branching, as in RoboAware), and steps the controls of the whole plan from the root compiled
+as one (``MujocoWorld.rollout(prefix=...)``), so its history is bit for bit the whole plan's rollout. A
+sample is scored by the task's :meth:`~simpact.tasks.Task.evaluate` on the whole history (the parent's
+trace up to its last action, then the sample's rollout with the task's hold), and the best sample of each
+primitive becomes a child.
 The search is lazy best-first: every (node, primitive) pair waits with its node's score as priority (the
 root's score is the goal's score of doing nothing), so a child that improves on its parent is explored
-before its siblings; plans have at most ``max_depth`` primitives.
+before its siblings; plans have at most ``max_depth`` primitives. A node whose history fails a goal
+predicate judged over the whole rollout (``Task.lasting_failures``) is a dead end: it is not expanded.
 
 A child whose history the task judges a success is rolled out again as one plan from the initial snapshot
 (every primitive's actions in order, as ``simpact rollout`` would run it), checked, and audited by
@@ -160,7 +163,7 @@ def end_snapshot(world: World, snapshot: Any, own: Rollout, tail_s: float) -> tu
     for u in own.trace.ctrl[: last + 1]:
         data.ctrl[:] = u
         mujoco.mj_step(mj.model, data)
-    if own.trace is not None and not np.array_equal(data.qpos, own.trace.qpos[last]):
+    if not np.array_equal(data.qpos, own.trace.qpos[last]):
         raise RuntimeError("stepping a branch's controls diverged from its rollout")
     return mj.snapshot(data), last
 
