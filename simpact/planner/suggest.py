@@ -118,18 +118,7 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: boo
         out.append(_pick_primitive(name, None, h.onto))
     if point is not None and h.kind in ("place", "upright"):
         reach = 0.05
-        out.append(
-            Primitive(
-                "push",
-                name,
-                f"({point[0]:.3f}, {point[1]:.3f})",
-                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side", "route", "sideways"),
-                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0, -1.0, 0.0),
-                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0, 1.0, 1.0),
-                push_builder(name, point),
-            )
-        )
-        if _graspable(box) and on_table:
+        if _graspable(box) and on_table:  # held, the object is caged: tried before pushing it loose
             out.append(
                 Primitive(
                     "slide",
@@ -141,7 +130,18 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: boo
                     slide_builder(name, point),
                 )
             )
-        elif _graspable(box):
+        out.append(
+            Primitive(
+                "push",
+                name,
+                f"({point[0]:.3f}, {point[1]:.3f})",
+                ("aim_dx", "aim_dy", "height", "lateral", "overshoot", "width", "side", "route", "sideways"),
+                (-reach, -reach, 0.05, -0.6, -0.02, 0.0, -1.0, -1.0, 0.0),
+                (reach, reach, 0.95, 0.6, 0.04, MAX_OPEN, 1.0, 1.0, 1.0),
+                push_builder(name, point),
+            )
+        )
+        if _graspable(box) and not on_table:
             out.append(_pick_primitive(name, point, None))
     if h.kind == "standing":
         for support in _supports(boxes, name)[:1]:
