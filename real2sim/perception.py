@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -191,10 +192,10 @@ def _refine_boxes(
         if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
             continue  # small objects (beans): a few pixels wide, their masks often cut from a touching group
         if g.symmetry == "rotational" and not g.concave:
-            out[i] = _refine_solid_of_revolution(g, frame, table, seg.mask)
+            out[i] = _refine_scaled(refine_cylinder, g, frame, table, seg.mask)
             continue
         if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
-            out[i] = _refine_convex(g, frame, table, seg.mask)
+            out[i] = _refine_scaled(refine_hull, g, frame, table, seg.mask)
             continue
         if g.symmetry != "box" or len(g.mesh.vertices) != 8:
             continue  # boxes only (a can lying on its side is box-symmetric too)
@@ -215,10 +216,13 @@ def _refine_boxes(
     return out
 
 
-def _refine_convex(g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray) -> ObjectGeometry:
-    """An upright convex shape moved and its mesh scaled per axis to explain the depth
-    (:func:`refine_hull`)."""
-    found = refine_hull(g, frame, table.T_world_cam, mask)
+def _refine_scaled(
+    refine: Callable[..., Any], g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray
+) -> ObjectGeometry:
+    """An upright object moved and its mesh scaled to explain the depth: ``refine`` is
+    :func:`refine_cylinder` (a solid of revolution, a can) or :func:`refine_hull` (a convex hull scaled per
+    axis, a bottle); ``g`` unchanged when it finds nothing."""
+    found = refine(g, frame, table.T_world_cam, mask)
     if found is None:
         return g
     position, scale, _, _ = found
@@ -228,26 +232,6 @@ def _refine_convex(g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.
         g,
         mesh=mesh,
         position=position,
-        extent=np.asarray(mesh.extents, dtype=np.float64),
-        pose_source=f"{g.pose_source}+depth_refine",
-    )
-
-
-def _refine_solid_of_revolution(
-    g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray
-) -> ObjectGeometry:
-    """An upright solid of revolution (a can) moved and its mesh scaled to explain the depth
-    (:func:`refine_cylinder`)."""
-    found = refine_cylinder(g, frame, table.T_world_cam, mask)
-    if found is None:
-        return g
-    centre, scale, _, _ = found
-    mesh = g.mesh.copy()
-    mesh.apply_scale(scale)
-    return dataclasses.replace(
-        g,
-        mesh=mesh,
-        position=centre,
         extent=np.asarray(mesh.extents, dtype=np.float64),
         pose_source=f"{g.pose_source}+depth_refine",
     )

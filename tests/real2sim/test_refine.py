@@ -37,21 +37,31 @@ def _geometry(
     )
 
 
+def _rays(v: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """World directions of the camera rays through pixels (row ``v``, column ``u``), unit depth."""
+    y = (v - K[1, 2]) / K[1, 1]
+    return np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
+
+
+def _hull_depth(mesh: trimesh.Trimesh, dirs: np.ndarray) -> np.ndarray:
+    """:func:`hull_depth` of a convex mesh's face planes along ``dirs`` from the camera."""
+    normals = mesh.face_normals
+    return hull_depth(normals, np.einsum("ij,ij->i", normals, mesh.triangles[:, 0]), T_WORLD_CAM[:3, 3], dirs)
+
+
 def test_box_and_cylinder_depth_agree_with_the_ray_caster() -> None:
     box = trimesh.creation.box((0.09, 0.04, 0.17))
     box.apply_translation((0.0, 0.0, 0.085))
     frame, mask = _scene(box)
     v, u = np.nonzero(mask)
-    y = (v - K[1, 2]) / K[1, 1]
-    dirs = np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
+    dirs = _rays(v, u)
     t = box_depth(np.array([0.0, 0.0, 0.0, 0.09, 0.04, 0.17]), T_WORLD_CAM[:3, 3], dirs)
     assert np.max(np.abs(t - frame.depth[mask])) < 1e-5
     can = trimesh.creation.cylinder(radius=0.033, height=0.1, sections=256)
     can.apply_translation((0.0, 0.0, 0.05))
     frame, mask = _scene(can)
     v, u = np.nonzero(mask)
-    y = (v - K[1, 2]) / K[1, 1]
-    dirs = np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
+    dirs = _rays(v, u)
     t = cylinder_depth(np.array([0.0, 0.0, 0.033, 0.1]), T_WORLD_CAM[:3, 3], dirs)
     assert np.median(np.abs(t - frame.depth[mask])) < 2e-4
 
@@ -98,28 +108,16 @@ def test_hull_depth_agrees_with_box_depth_and_the_ray_caster() -> None:
     box.apply_translation((0.0, 0.0, 0.085))
     frame, mask = _scene(box)
     v, u = np.nonzero(mask | np.roll(mask, 6, axis=1))  # its pixels and some it misses
-    y = (v - K[1, 2]) / K[1, 1]
-    dirs = np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
-    t = hull_depth(
-        box.face_normals,
-        np.einsum("ij,ij->i", box.face_normals, box.triangles[:, 0]),
-        T_WORLD_CAM[:3, 3],
-        dirs,
-    )
+    dirs = _rays(v, u)
+    t = _hull_depth(box, dirs)
     expected = box_depth(np.array([0.0, 0.0, 0.0, 0.09, 0.04, 0.17]), T_WORLD_CAM[:3, 3], dirs)
     assert np.array_equal(np.isinf(t), np.isinf(expected)) and np.isinf(t).any()
     assert np.max(np.abs(t[np.isfinite(t)] - expected[np.isfinite(t)])) < 1e-9
     bottle = _bottle()
     frame, mask = _scene(bottle)
     v, u = np.nonzero(mask)
-    y = (v - K[1, 2]) / K[1, 1]
-    dirs = np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
-    t = hull_depth(
-        bottle.face_normals,
-        np.einsum("ij,ij->i", bottle.face_normals, bottle.triangles[:, 0]),
-        T_WORLD_CAM[:3, 3],
-        dirs,
-    )
+    dirs = _rays(v, u)
+    t = _hull_depth(bottle, dirs)
     assert np.median(np.abs(t - frame.depth[mask])) < 1e-5
 
 
