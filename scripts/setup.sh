@@ -34,6 +34,15 @@ if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating $venv"
   "$python" -m venv "$venv"
 fi
+# torch (the [deformable] extra, in [dev]) is installed first at one release, $TORCH_SPEC: left to the
+# extra's range pip may take the newest CUDA build (about 5.5 GB in the venv; CI once ran out of disk).
+# On machines that keep torch 2.13.0's CPU wheel on disk pip takes that file; elsewhere PyPI's build.
+case ",$extras," in
+  *,dev,*|*,deformable,*)
+    "$venv/bin/python" -c "import torch" 2>/dev/null \
+      || "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${TORCH_SPEC:-torch==2.13.0}"
+    ;;
+esac
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
 echo "setup: installing simpact$([ -n "$extras" ] && echo "[$extras]") into $venv"
