@@ -34,7 +34,6 @@ the result record; the overlays already live in :mod:`real2sim.overlays` and the
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -58,12 +57,12 @@ from real2sim.overlays import (
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
-from real2sim.types import ObjectGeometry, PhysicalParameters
-from simpact.core.errors import SimpactError
+from real2sim.scene_files import deformable_material, deformable_object, load_scene
+from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
-from simpact.core.scene import RobotStart, Scene, SceneObject
+from simpact.core.scene import Scene, SceneObject
 from simpact.guard.settle import settle_check
 from solvers.mujoco import meshes
 from solvers.mujoco.render import CameraSpec
@@ -88,10 +87,6 @@ where they are (stacked or held) with a warning."""
 SEPARATION_M = 0.0005
 """Gap (m) left between objects pushed apart."""
 MAX_SEPARATION_ROUNDS = 20
-
-
-class Real2SimError(SimpactError, ValueError):
-    """real2sim cannot build a scene from this input; the message says what is wrong."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -604,9 +599,10 @@ def _scene(
     masks: Mapping[str, np.ndarray],
     out_dir: Path | None,
 ) -> tuple[Any, list[dict[str, Any]]]:
-    """The Scene of the rigid objects (meshes written under ``out_dir/meshes``, else a temporary folder) and
-    the ``scene.json`` object entries."""
-    mesh_dir = (out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))) / "meshes"
+    """The Scene (rigid objects' meshes written under ``out_dir/meshes``, deformables' particles under
+    ``out_dir/particles``; else in a temporary folder) and the ``scene.json`` object entries."""
+    root = out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))
+    mesh_dir = root / "meshes"
     mesh_dir.mkdir(parents=True, exist_ok=True)
     scene_objects = []
     entries: list[dict[str, Any]] = []
@@ -657,6 +653,10 @@ def _scene(
             entry["particles"] = f"particles/{n}.npy"
             entry["particle_spacing_m"] = result.particles[n].spacing_m
             entry["particle_count"] = len(result.particles[n].points)
+            entry["material"] = deformable_material(p, result.particles[n].spacing_m)
+            (root / "particles").mkdir(exist_ok=True)
+            np.save(root / entry["particles"], result.particles[n].points, allow_pickle=False)
+            scene_objects.append(deformable_object(entry, root))
         entries.append(entry)
     return Scene(tuple(scene_objects)), entries
 
@@ -666,9 +666,6 @@ def write_outputs(
 ) -> None:
     """``scene.json``, ``scene.xml``, particles, overlays (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
-    for n, p in result.particles.items():
-        (out / "particles").mkdir(exist_ok=True)
-        np.save(out / "particles" / f"{n}.npy", p.points, allow_pickle=False)
     scene_json = {
         "objects": result.objects,
         "table": result.table,
@@ -744,39 +741,3 @@ def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 80_000) -> t
     y = (v - K[1, 2]) * z / K[1, 1]
     cam = np.stack([x, y, z], axis=1)
     return cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3], frame.rgb[v, u]
-
-
-# --- reading a scene back -----------------------------------------------------------------------------------
-
-
-def load_scene(directory: str | Path) -> Any:
-    """The :class:`simpact.core.scene.Scene` of the rigid objects in ``directory/scene.json`` (mesh paths made
-    absolute); deformables are left out (they have particles, not meshes)."""
-    root = Path(directory)
-    path = root / "scene.json"
-    if not path.is_file():
-        raise Real2SimError(f"{path}: missing (write it with `simpact real2sim FRAME --out {root}`)")
-    try:
-        raw = json.loads(path.read_text())
-        objects = []
-        for o in raw["objects"]:
-            if o["kind"] != "rigid":
-                continue
-            objects.append(
-                SceneObject(
-                    name=o["name"],
-                    shape="mesh",
-                    size=tuple(float(v) for v in o["mesh_scale"]),
-                    position=tuple(float(v) for v in o["position"]),  # type: ignore[arg-type]
-                    quaternion=tuple(float(v) for v in o["quaternion"]),  # type: ignore[arg-type]
-                    mass=float(o["mass"]),
-                    friction=float(o["friction"]),
-                    rgba=tuple(float(v) for v in o.get("rgba", (0.7, 0.7, 0.7, 1.0))),  # type: ignore[arg-type]
-                    mesh=str((root / o["mesh"]).resolve()),
-                    convex_decomposition=bool(o.get("concave", False)),
-                )
-            )
-        robot = RobotStart.from_dict(raw.get("robot", {}))
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-        raise Real2SimError(f"{path}: not a real2sim scene ({type(exc).__name__}: {exc})") from None
-    return Scene(tuple(objects), robot)

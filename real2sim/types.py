@@ -13,9 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from simpact.core.errors import SimpactError
 from simpact.core.vocab import PARAMETER_SOURCES  # noqa: F401  (named in the docstrings below)
 
-__all__ = ["ObjectGeometry", "PhysicalParameters", "Segment", "TablePlane", "label_words"]
+__all__ = ["ObjectGeometry", "PhysicalParameters", "Real2SimError", "Segment", "TablePlane", "label_words"]
+
+
+class Real2SimError(SimpactError, ValueError):
+    """real2sim cannot build a scene from this input; the message says what is wrong."""
 
 
 @dataclasses.dataclass(eq=False)

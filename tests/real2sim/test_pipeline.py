@@ -112,8 +112,15 @@ def test_deformables_get_particles_and_stay_out_of_mujoco(
     volume = len(pts) * 0.01**3
     assert volume == pytest.approx(0.07 * 0.07 * 0.2, rel=0.35)
     assert carton["mass"] == pytest.approx(carton["physics"]["density_kg_m3"] * volume)
-    assert [o.name for o in result.scene.objects] == ["blue_box"]
+    assert carton["material"]["model"] == "plasticine" and carton["material"]["grid_dx"] == 0.02
+    # The deformable is in the scene (its own solver next to MuJoCo), not in MuJoCo's model.
+    assert [(o.name, o.kind) for o in result.scene.objects] == [("carton", "mpm"), ("blue_box", "rigid")]
     assert "carton" not in (tmp_path / "scene.xml").read_text()
+    assert result.world is not None and result.world.state().deformables["carton"].particles.shape == pts.shape
+    loaded = load_scene(tmp_path)
+    assert [(o.name, o.kind) for o in loaded.objects] == [("carton", "mpm"), ("blue_box", "rigid")]
+    assert np.array_equal(np.load(loaded.object("carton").particles), pts)
+    assert dict(loaded.object("carton").material) == carton["material"]
 
 
 def test_an_uncalibrated_frame_puts_the_objects_in_front_of_the_robot(
