@@ -145,7 +145,7 @@ class DeformableSolver(Protocol):
 SolverFactory = Callable[[SceneObject, Scene], DeformableSolver]
 
 SOLVERS: dict[str, str] = {
-    "pd": "solvers.pd.rope:rope_solver",
+    "pd": "solvers.pd:pd_solver",
     "mpm": "solvers.mpm.solver:mpm_solver",
 }
 """Object kind -> ``module:function`` building its solver (batch 1) from the object and its scene; imported

@@ -444,13 +444,20 @@ _EXTRA_OBJTYPE = int(mujoco.mjtObj.mjOBJ_FLEX)
 
 
 def add_rope(
-    scene: mujoco.MjvScene, points: np.ndarray, radius: float, rgba: Sequence[float], label: int = 0
+    scene: mujoco.MjvScene,
+    points: np.ndarray,
+    radius: float,
+    rgba: Sequence[float],
+    label: int = 0,
+    edges: np.ndarray | None = None,
 ) -> None:
-    """Draw a chain of particles ``points`` (N, 3) m as capsules of ``radius`` m between consecutive points,
-    labelled ``label`` in segmentation (:attr:`RenderedFrame.extra`); stops when the scene is full."""
+    """Draw particles ``points`` (N, 3) m as capsules of ``radius`` m between consecutive points (a rope) or
+    along ``edges`` (E, 2) index pairs (a cloth's grid), labelled ``label`` in segmentation
+    (:attr:`RenderedFrame.extra`); stops when the scene is full."""
     points = np.asarray(points, dtype=np.float64)
     colour = np.asarray(rgba, dtype=np.float32)
-    for a, b in zip(points[:-1], points[1:]):
+    pairs = zip(points[:-1], points[1:]) if edges is None else zip(points[edges[:, 0]], points[edges[:, 1]])
+    for a, b in pairs:
         if scene.ngeom >= scene.maxgeom:
             return
         geom = scene.geoms[scene.ngeom]
