@@ -16,7 +16,7 @@ import numpy as np
 from simpact.core.errors import SimpactError
 from simpact.core.vocab import OBJECT_KINDS
 
-__all__ = ["RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
+__all__ = ["ROBOT_TOOLS", "RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
 
 SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
 """Primitive shapes, a procedural bowl, or a mesh file. Sizes: box = full edge lengths (x, y, z); cylinder =
@@ -113,21 +113,33 @@ class SceneObject:
         return replace(self, **changes)
 
 
+ROBOT_TOOLS = ("squeeze_plates",)
+"""Tools a task may fit to the hand (``robot: {tool: ...}``): ``squeeze_plates``, a flat plate on each
+fingertip for squeezing dough (see :func:`solvers.mujoco.robot.add_squeeze_plates`)."""
+
+
 @dataclass(frozen=True)
 class RobotStart:
     """The robot's start: tool-centre-point position (m), yaw about z from the home orientation (rad,
-    gripper pointing down), gripper opening (m)."""
+    gripper pointing down), gripper opening (m), and the tool fitted to the hand (``None``: the bare hand)."""
 
     position: tuple[float, float, float] = (0.45, 0.0, 0.25)
     yaw: float = 0.0
     gripper_width: float = 0.08
+    tool: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.tool is not None and self.tool not in ROBOT_TOOLS:
+            raise SceneError(f"robot: unknown tool {self.tool!r}; expected one of {ROBOT_TOOLS}")
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RobotStart:
+        tool = raw.get("tool")
         return cls(
             tuple(float(v) for v in raw.get("position", cls.position)),  # type: ignore[arg-type]
             float(raw.get("yaw", cls.yaw)),
             float(raw.get("gripper_width", cls.gripper_width)),
+            None if tool is None else str(tool),
         )
 
 
@@ -172,6 +184,7 @@ class Scene:
                 "position": list(self.robot.position),
                 "yaw": self.robot.yaw,
                 "gripper_width": self.robot.gripper_width,
+                **({"tool": self.robot.tool} if self.robot.tool else {}),
             },
             "table_size": list(self.table_size),
             "table_friction": self.table_friction,

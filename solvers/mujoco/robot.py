@@ -23,6 +23,7 @@ __all__ = [
     "JOINT_VELOCITY_LIMITS",
     "ROBOT_PREFIX",
     "TCP_SITE",
+    "add_squeeze_plates",
     "fr3_assets",
     "load_fr3_spec",
 ]
@@ -46,6 +47,41 @@ GRIPPER_KV = 40.0
 """Gripper servo damping, N s/m."""
 FINGER_FRICTION = (1.2, 0.01, 0.0001)
 """Sliding, torsional, rolling friction of the fingertip pads."""
+
+
+PLATE_HALF = (0.05, 0.005, 0.035)
+"""Half extents of each squeezing plate, m: 10 cm long (across the closing direction), 1 cm thick (along
+it), 7 cm tall."""
+PLATE_BELOW_TCP = 0.02
+"""How far the plates' lower edges reach beyond the tool centre point (toward the table), m."""
+
+
+def add_squeeze_plates(spec: mujoco.MjSpec) -> None:
+    """Fit a flat plate to each fingertip (the ``squeeze_plates`` tool; the SIMPACT paper squeezed dough with
+    a printed end effector): a box of :data:`PLATE_HALF` whose inner face is flush with the fingertip pad's,
+    centred on the pad along the finger's width and reaching :data:`PLATE_BELOW_TCP` beyond the tool centre
+    point. Closing the gripper to width ``d`` leaves ``d`` between the plates. The plates are visible and
+    are colliders of deformables (MPM, PD) but take no MuJoCo contacts (contact bit 2, which nothing else
+    has) and no mass: the hand's dynamics and every rigid contact are those of the bare hand."""
+    for finger in ("left_finger", "right_finger"):
+        body = spec.body(finger)
+        pad = max(
+            (g for g in body.geoms if g.type == mujoco.mjtGeom.mjGEOM_BOX and (g.contype or g.conaffinity)),
+            key=lambda g: float(np.prod(g.size)),
+        )
+        inner = float(pad.pos[1] - pad.size[1])  # the pad's face toward the other finger (finger frame y)
+        tcp = TCP_OFFSET - float(body.pos[2])  # the tool centre point along the finger (finger frame z)
+        body.add_geom(
+            name=f"{finger}_plate",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=list(PLATE_HALF),
+            pos=[0.0, inner + PLATE_HALF[1], tcp + PLATE_BELOW_TCP - PLATE_HALF[2]],
+            rgba=[0.85, 0.85, 0.9, 1.0],
+            contype=2,
+            conaffinity=2,
+            density=0.0,
+            group=2,
+        )
 
 
 def fr3_assets() -> Path:

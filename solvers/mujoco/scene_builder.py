@@ -14,7 +14,7 @@ import trimesh
 
 from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.mujoco.meshes import bowl_mesh, convex_parts, load_mesh
-from solvers.mujoco.robot import load_fr3_spec
+from solvers.mujoco.robot import add_squeeze_plates, load_fr3_spec
 
 __all__ = ["PhysicsOptions", "build_spec", "object_mesh"]
 
@@ -127,6 +127,8 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
 def build_spec(scene: Scene, options: PhysicsOptions = PhysicsOptions()) -> mujoco.MjSpec:
     """An uncompiled MjSpec with the robot, the table (top at z = 0) and every object of ``scene``."""
     spec = load_fr3_spec()
+    if scene.robot.tool == "squeeze_plates":
+        add_squeeze_plates(spec)
     spec.modelname = "simpact"
     spec.option.timestep = options.timestep
     spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
