@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from simpact.bench.calvin_simpact import simpact_offline_policy
+from simpact.bench.calvin_vlm import vlm_policy
 from simpact.bench.episodes import BenchError, EpisodeLog, duration, settings_id
 from simpact.bench.ray_executor import ray_map
+from simpact.bench.tasks import VLM_RESULT_FREE
 from simpact.calvin.data import EP_LEN, Chain, load_chains
 from simpact.calvin.evaluate import (
     PUBLISHED,
@@ -37,10 +39,24 @@ from simpact.core.errors import SimpactError
 from simpact.core.vocab import EXECUTORS
 from solvers.mujoco.render import VideoWriter
 
-__all__ = ["MODES", "CalvinProgress", "format_table", "run_calvin"]
+__all__ = ["MODES", "VLM_MODE", "CalvinProgress", "format_table", "mode_policy", "run_calvin"]
 
-#: Modes of ``bench calvin`` and their policies.
+#: Modes of ``bench calvin`` with a fixed policy; mode ``simpact`` (the paper's) takes a VLM's settings.
 MODES: dict[str, Policy] = {"scripted": scripted_policy, "simpact-offline": simpact_offline_policy}
+VLM_MODE = "simpact"
+
+
+def mode_policy(mode: str, vlm: Mapping[str, Any] | None = None) -> Policy:
+    """The policy of ``mode``; ``vlm``: the VLM settings of mode ``simpact`` (and only of it)."""
+    if mode == VLM_MODE:
+        return vlm_policy(vlm or {})
+    if mode not in MODES:
+        raise SimpactError(f"unknown CALVIN mode {mode!r}; choose from {', '.join([*MODES, VLM_MODE])}")
+    if vlm:
+        raise SimpactError(f"a VLM goes with --mode {VLM_MODE}, not --mode {mode}")
+    return MODES[mode]
+
+
 _KEY = "calvin"
 #: Videos film every second control step: 15 frames per second of simulated time.
 _VIDEO_EVERY = 2
@@ -112,6 +128,8 @@ class _ChainJob:
     mode: str
     backend: str
     video: Path | None = None
+    vlm: Mapping[str, Any] | None = None
+    """Mode ``simpact``'s VLM settings (the worker builds its own VLM from them)."""
 
 
 def _chain_record(env: Any, job: _ChainJob, act: Policy) -> dict[str, Any]:
@@ -127,11 +145,15 @@ def _chain_task(job: _ChainJob) -> dict[str, Any]:
     try:
         env = make_env(job.backend)
         try:
-            return _chain_record(env, job, MODES[job.mode])
+            return _chain_record(env, job, mode_policy(job.mode, job.vlm))
         finally:
             env.close()
     except Exception as exc:  # noqa: BLE001 - reported by the driver in one line
         return {"task": _KEY, "seed": job.chain.index, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _video_path(out: Path, chain: Chain) -> Path:
+    return out / "videos" / f"chain_{chain.index:04d}.mp4"
 
 
 def _reporter(progress: CalvinProgress | None) -> Callable[[dict[str, Any]], None] | None:
@@ -154,6 +176,7 @@ def run_calvin(
     *,
     executor: str = "local",
     workers: int = 1,
+    vlm: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Evaluate chains ``start .. start+count-1``; finished chains are logged and skipped on a rerun.
     With ``video``, each chain's static-camera film goes to ``out/videos/chain_NNNN.mp4``.
@@ -162,8 +185,7 @@ def run_calvin(
     with ``workers`` CPUs) whose worker builds its own environment; this process appends each record to the
     same log as it arrives. Its policy is the mode's (``policy`` is refused); videos are written by the
     workers, so on several machines ``out`` must be a folder they share."""
-    if mode not in MODES:
-        raise SimpactError(f"unknown CALVIN mode {mode!r}; choose from {', '.join(MODES)}")
+    act = policy or mode_policy(mode, vlm)  # an unknown mode or a missing VLM fails before any chain
     if executor not in EXECUTORS:
         raise BenchError(f"unknown executor '{executor}'; expected one of {', '.join(EXECUTORS)}")
     if executor == "ray" and policy is not None:
@@ -176,21 +198,24 @@ def run_calvin(
             raise SimpactError(
                 "--mode scripted drives the rebuild's simulator directly: use --backend rebuild"
             )
-        log = EpisodeLog(out, {_KEY: settings_id({"bench": "calvin", "mode": mode, "backend": env.backend,
-                                                 "ep_len": EP_LEN, "audit": True})})  # fmt: skip
+        key = {"bench": "calvin", "mode": mode, "backend": env.backend, "ep_len": EP_LEN, "audit": True}
+        if vlm:
+            key["vlm"] = {k: v for k, v in vlm.items() if k not in VLM_RESULT_FREE}
+        log = EpisodeLog(out, {_KEY: settings_id(key)})
         wanted = [(_KEY, c.index) for c in chains]
         todo = set(log.todo(wanted))
         if progress is not None:
             progress.start(len(wanted), log.records(wanted))
         jobs = [
-            _ChainJob(c, mode, env.backend, out / "videos" / f"chain_{c.index:04d}.mp4" if video else None)
+            _ChainJob(
+                c, mode, env.backend, out / "videos" / f"chain_{c.index:04d}.mp4" if video else None, vlm
+            )
             for c in chains
             if (_KEY, c.index) in todo
         ]
         if executor == "ray":
             finished = ray_map(_chain_task, jobs, workers)
         else:
-            act = policy or MODES[mode]
             finished = (_chain_record(env, job, act) for job in jobs)
         errors = log.append(finished, _reporter(progress))
     finally:

@@ -13,6 +13,7 @@ from robot.sim2real import RealityGap
 from simpact.bench.audit import run_audit_bench
 from simpact.bench.audit_rollouts import run_rollout_audit
 from simpact.bench.calvin import MODES as CALVIN_MODES
+from simpact.bench.calvin import VLM_MODE as CALVIN_VLM_MODE
 from simpact.bench.calvin import CalvinProgress, run_calvin
 from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
@@ -318,9 +319,19 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
     positive_int(args.chains, "--chains")
     if not 0 <= args.start < 1000:
         raise UsageError(f"--start must be a chain index 0..999, got {args.start}")
+    vlm: dict[str, Any] | None = None
+    if args.mode == CALVIN_VLM_MODE:
+        if args.vlm is None:
+            raise UsageError(f"--mode {CALVIN_VLM_MODE} needs --vlm gemini|openai|replay")
+        vlm_from_args(args)  # a bad VLM setting (a missing key) fails here, before any chain
+        vlm = {key: getattr(args, key) for key in VLM_ARGUMENTS}
+    elif args.vlm is not None:
+        raise UsageError(f"--vlm goes with --mode {CALVIN_VLM_MODE}, not --mode {args.mode}")
+    else:
+        vlm_from_args(args, "none")  # --model etc. need --mode simpact
     out = reusable_out(args.out)
     settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend,
-                "video": args.video, "executor": args.executor}  # fmt: skip
+                "video": args.video, "executor": args.executor, "vlm": args.vlm}  # fmt: skip
     try:
         result = _recorded(
             out,
@@ -336,6 +347,7 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
                 video=args.video,
                 executor=args.executor,
                 workers=os.cpu_count() or 1,  # the CPUs of a local Ray instance, when no cluster runs
+                vlm=vlm,
             ),
         )
     except BenchError as exc:
@@ -355,9 +367,11 @@ def _add_calvin(bench: Any) -> None:
     p.add_argument("--start", type=int, default=0, help="first chain, in the official order (default 0)")
     p.add_argument(
         "--mode",
-        choices=tuple(CALVIN_MODES),
+        choices=(*CALVIN_MODES, CALVIN_VLM_MODE),
         default="scripted",
-        help="scripted: privileged scripted motions, a check of the environment and protocol",
+        help="scripted: privileged scripted motions, a check of the environment and protocol; "
+        "simpact-offline: the tree planner with each subtask's condition as its goal (privileged); "
+        "simpact: the paper's, a VLM samples, optimises and judges (--vlm)",
     )
     p.add_argument(
         "--backend",
@@ -373,6 +387,7 @@ def _add_calvin(bench: Any) -> None:
         help="chains one after another here, or as Ray tasks (ray: the cluster at RAY_ADDRESS, else local)",
     )
     p.add_argument("--out", required=True, help="output directory; rerun with the same one to resume")
+    add_vlm_arguments(p, VLM_CHOICES[1:], None, f"VLM back-end (with --mode {CALVIN_VLM_MODE})")
     p.set_defaults(func=cmd_bench_calvin)
 
 

@@ -20,12 +20,13 @@ from solvers.world import World
 __all__ = ["history_context", "initial_image", "keyframes"]
 
 
-def history_context(proposals: Sequence[Proposal]) -> list[dict[str, Any]]:
-    """Every proposal so far (its source, steps, final state, score, flags), for the Optimize prompt."""
+def history_context(proposals: Sequence[Proposal], *, scores: bool = True) -> list[dict[str, Any]]:
+    """Every proposal so far (its source, steps, final state, the task check's score unless not ``scores``,
+    flags), for the Optimize prompt."""
     return [
         rollout_context(
             p.rollout,
-            score=p.score,
+            score=p.score if scores else None,
             flags=[str(f) for f in p.notes.get("flags", ())],
             label=f"{i} ({p.source})",
         )

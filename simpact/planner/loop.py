@@ -65,6 +65,10 @@ class LoopConfig:
     """Final frames of this many best rollouts sent to Optimize and of the judged rollout to TaskSuccess
     (only with ``images``)."""
     out_of_range: Literal["clamp", "reject"] = "clamp"
+    task_scores: bool = True
+    """Show the task check's scores to the VLM (Optimize's history), pick Optimize's keyframes and the plan
+    kept when none is accepted by them. False where the check is the benchmark's privileged condition: the
+    VLM then sees only the rollouts, keyframes are of the latest proposals and the last proposal is kept."""
     concurrency: int | None = None
     """Most VLM queries in flight at once (default: K)."""
 
@@ -159,7 +163,9 @@ class _Session:
         return render_prompt("sample", task=self.task.instruction, context=self._context_text())
 
     def optimize_prompt(self, proposals: Sequence[Proposal]) -> str:
-        history = json.dumps(history_context(proposals), separators=(",", ":"))
+        history = json.dumps(
+            history_context(proposals, scores=self.config.task_scores), separators=(",", ":")
+        )
         return render_prompt(
             "optimize", task=self.task.instruction, context=self._context_text(), history=history
         )
@@ -186,7 +192,8 @@ class _Session:
     def _keyframes(self, proposals: Sequence[Proposal], n: int) -> list[np.ndarray]:
         if self.image is None or self.config.keyframes <= 0 or not proposals:
             return []
-        chosen = sorted(proposals, key=lambda p: -p.score)[: min(n, self.config.keyframes)]
+        ranked = sorted(proposals, key=lambda p: -p.score) if self.config.task_scores else proposals[::-1]
+        chosen = ranked[: min(n, self.config.keyframes)]
         frames: list[np.ndarray] = []
         for p in chosen:
             try:
@@ -328,7 +335,10 @@ def plan_with_vlm(
             accepted = len(proposals) - 1
             break
 
-    best = accepted if accepted is not None else best_by_score(proposals)
+    if accepted is not None or config.task_scores:
+        best = accepted if accepted is not None else best_by_score(proposals)
+    else:
+        best = len(proposals) - 1 if proposals else None
     return PlanResult(
         task=task.name,
         seed=seed,
