@@ -221,7 +221,8 @@ def _first_event(
         return None
     j = int(rows[0])
     p = int(np.flatnonzero(bad[j])[0])
-    v = float(speed[min(j, len(speed) - 1), p]) if len(speed) else 0.0
+    v = float(speed[j - 1, p]) if j > 0 else 0.0  # how fast it got there (0 when not finite)
+    v = v if np.isfinite(v) else 0.0
     at = tuple(float(c) for c in particles[j, p])
     count = int(bad.any(axis=0).sum())
     return ParticleEvent(name, reason, float(time[j]), j, p, count, v, 0.0, at)  # type: ignore[arg-type]
@@ -260,15 +261,16 @@ def screen_particles(
     low = np.minimum(z[:-1], z[1:])
     base = th.margin * carrier[:, None] + th.speed_floor
     g2 = 2.0 * th.gravity
-    # a lower bound of the explained speed (the drop within the interval only) picks the candidates
-    drop = np.sqrt(g2 * np.maximum(z[:-1] - low, 0.0))
-    candidate = both & (speed > base + th.margin * drop)
     explained = np.full(speed.shape, np.inf)
-    highest = np.maximum.accumulate(z, axis=0)
-    for i in np.flatnonzero(candidate.any(axis=1)):
-        cols = np.flatnonzero(candidate[i])
-        top = highest[i, cols] if since[i] == 0 else z[since[i] : i + 1, cols].max(axis=0)
-        explained[i, cols] = base[i] + th.margin * np.sqrt(g2 * np.maximum(top - low[i, cols], 0.0))
+    with np.errstate(invalid="ignore"):  # -inf - -inf where a particle is not finite: excluded by ``both``
+        # a lower bound of the explained speed (the drop within the interval only) picks the candidates
+        drop = np.sqrt(g2 * np.maximum(z[:-1] - low, 0.0))
+        candidate = both & (speed > base + th.margin * drop)
+        highest = np.maximum.accumulate(z, axis=0)
+        for i in np.flatnonzero(candidate.any(axis=1)):
+            cols = np.flatnonzero(candidate[i])
+            top = highest[i, cols] if since[i] == 0 else z[since[i] : i + 1, cols].max(axis=0)
+            explained[i, cols] = base[i] + th.margin * np.sqrt(g2 * np.maximum(top - low[i, cols], 0.0))
     fast = candidate & (speed > explained)
     sustained = _sustained(fast, time, x, explained, th.sustain)
     if sustained.any():
