@@ -158,12 +158,18 @@ def _stack(members: list[Colliders]) -> Colliders:
     )
 
 
-def test_a_batch_steps_each_member_as_a_single_rope_would() -> None:
+@pytest.mark.parametrize(("batch_size", "spread"), [(3, 0.0), (2, 0.02), (5, 0.02), (64, 0.0)])
+def test_a_batch_steps_each_member_as_a_single_rope_would(batch_size: int, spread: float) -> None:
+    """Every member as a single rope would, bit for bit, whether the members hold the same particles or
+    (``spread``: grips ``spread`` m apart along the rope) different ones."""
     single = _flat()
-    batch = _flat().replicate(3)
+    batch = _flat().replicate(batch_size)
+    last = batch_size - 1
     for k in range(15):
-        grips = [_grip([0.5 + 0.004 * k * m, 0.0, 0.01], 0.01) for m in range(3)]
+        grips = [_grip([0.5 + 0.004 * k * m, spread * m, 0.01], 0.01) for m in range(batch_size)]
         batch.step(DT, _stack(grips))
-        single.step(DT, grips[2])
-    assert np.array_equal(batch.positions()[2], single.positions()[0])
-    assert not np.array_equal(batch.positions()[0], batch.positions()[2])
+        single.step(DT, grips[last])
+    assert np.array_equal(batch.positions()[last], single.positions()[0])
+    assert not np.array_equal(batch.positions()[0], batch.positions()[last])
+    if spread:
+        assert not np.array_equal(batch.held()[0], batch.held()[last]), "the members hold different particles"
