@@ -31,7 +31,7 @@ from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver
 from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_particles, add_rope, object_masks
 from solvers.mujoco.world import SETTLE_S, VIDEO_CAMERA, MujocoAccess, MujocoWorld
 
-__all__ = ["COUPLING", "CompositeSnapshot", "CompositeWorld"]
+__all__ = ["COUPLING", "CompositeSnapshot", "CompositeWorld", "rigid_part"]
 
 TRACE_POINTS = 600_000
 """Most particle positions a rollout's trace keeps per deformable (the records are thinned evenly in time
@@ -176,6 +176,11 @@ def _colliders(boxes: _Boxes, now: list[_Poses], before: list[_Poses], dt: float
     )
 
 
+def rigid_part(scene: Scene) -> Scene:
+    """``scene`` with only its rigid objects: what MuJoCo simulates of it."""
+    return replace(scene, objects=tuple(o for o in scene.objects if o.kind == "rigid"))
+
+
 class CompositeWorld:
     """A scene with deformable objects: MuJoCo for the robot and rigid objects, one deformable solver per
     ``pd`` / ``mpm`` object, coupled one way (:data:`COUPLING`). Implements :class:`solvers.world.World`;
@@ -183,11 +188,12 @@ class CompositeWorld:
 
     coupling = COUPLING
 
-    def __init__(self, scene: Scene, **options: Any) -> None:
+    def __init__(self, scene: Scene, *, rigid: MujocoWorld | None = None, **options: Any) -> None:
         self.scene = scene
-        rigid_scene = replace(scene, objects=tuple(o for o in scene.objects if o.kind == "rigid"))
-        self.rigid = MujocoWorld(rigid_scene, **options)
-        """The MuJoCo part (robot, rigid objects); its auditing accessor is this world's."""
+        rigid_scene = rigid_part(scene)
+        self.rigid = rigid if rigid is not None else MujocoWorld(rigid_scene, **options)
+        """The MuJoCo part (robot, rigid objects; ``rigid`` if given, a world of :func:`rigid_part`); its
+        auditing accessor is this world's."""
         self.camera: CameraSpec = self.rigid.camera
         self.deformables: list[DeformableSolver] = [
             build_solver(o, scene) for o in scene.objects if o.kind != "rigid"
@@ -237,6 +243,16 @@ class CompositeWorld:
         nq = self.rigid.model.nq
         rows = qpos_rows[:, 1 : 1 + nq] if qpos_rows.shape[1] != nq else qpos_rows
         return [_Poses(self.rigid.model, self._data, self._boxes, q) for q in rows]
+
+    def advance(self, before: np.ndarray, now: np.ndarray) -> None:
+        """Step the deformables one control period (:attr:`dt`) along MuJoCo's own stepping, from ``qpos``
+        ``before`` to ``now``: for a world driven live rather than through rollouts (``robot run --sim``'s
+        stand-in, whose robot steps MuJoCo itself)."""
+        colliders = _colliders(
+            self._boxes, self._poses(now[None]), self._poses(before[None]), self.dt, self.scene
+        )
+        for solver in self.deformables:
+            solver.step(self.dt, colliders)
 
     # --- rollouts ------------------------------------------------------------------------------------------
     def rollout(
