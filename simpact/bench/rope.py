@@ -4,11 +4,15 @@
   ropes) by the explicit inverse the solver uses (a batched matmul), a prefactored dense Cholesky
   (``torch.cholesky_solve``), a banded Cholesky (``scipy.linalg.cho_solve_banded``) and scipy's sparse LU
   (``scipy.sparse.linalg.factorized``), microseconds per solve (median of ``repeats``).
-- ``rope_vs_mujoco_cable``: a 1 m, 100-segment rope hung from both ends (0.8 m apart, started as a V), 5 s
-  at dt 0.01: simulated seconds per wall second of the PD rope and of MuJoCo's own (``flexcomp dim="1"``
-  with elasticity, edge equalities and the discrete integrator), their ratio, each rope's length and the
-  largest distance between the two at the end (m). MuJoCo's rope is only a fair reference when its length
-  stays near 1 m: the result reports it.
+- ``rope_vs_mujoco_cable``: a 1 m, 100-segment rope hung from both ends (0.8 m apart, started as a V), 10 s
+  at dt 0.01 (both at rest by then): simulated seconds per wall second of the PD rope and of MuJoCo's own
+  (``flexcomp dim="1"`` with elasticity, edge equalities and the discrete integrator), their ratio, each
+  rope's length and the largest distance between the two at the end (m). The same rope in both: Young's
+  modulus :data:`YOUNG` (MuJoCo's elasticity; the PD rope's bending stiffness E pi r^4 / 4), linear damping
+  1/s (MuJoCo: each vertex's dof damping), MuJoCo's edges stiff (solref 0.002 s, solimp 0.99-0.999: with
+  the defaults they stretched 6 %, and with E 1 GPa the rope bent like a rod, 8 cm off the catenary the PD
+  rope keeps within 0.02 mm); a lower E made MuJoCo's rope stretch or diverge. MuJoCo's rope is only a fair
+  reference when its length stays near 1 m: the result reports it.
 - ``batched_rope_seconds_per_s``: 64 such ropes stepped as one batch for 1 s (swinging, not at rest),
   rope-seconds per wall second, next to one rope alone.
 - ``rope_realtime_factor``: the ``shape_rope`` reference rollout through ``make_world`` (the composite
@@ -20,6 +24,7 @@ timings are taken as they come on a shared one), ropes in contact with many boxe
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -42,6 +47,12 @@ SEGMENTS = 100
 LENGTH = 1.0
 SPAN = 0.8
 DT = 0.01
+RADIUS = 0.005
+MASS = 0.1
+DAMPING = 1.0
+"""Linear velocity decay rate of both ropes, 1/s."""
+YOUNG = 5.0e4
+"""Young's modulus of both ropes, Pa."""
 
 
 def _median(samples: list[float]) -> dict[str, float]:
@@ -58,7 +69,13 @@ def _pd_rope(batch: int = 1) -> Any:
     from solvers.pd.rope import RopeParams, RopeSolver
 
     params = RopeParams(
-        length=LENGTH, radius=0.005, mass=0.1, segments=SEGMENTS, stretch_stiffness=200.0, damping=1.0
+        length=LENGTH,
+        radius=RADIUS,
+        mass=MASS,
+        segments=SEGMENTS,
+        stretch_stiffness=200.0,
+        bending_stiffness=YOUNG * math.pi * RADIUS**4 / 4,
+        damping=DAMPING,
     )
     rope = RopeSolver("rope", params, _hung_points(), pinned=(0, SEGMENTS))
     return rope if batch == 1 else rope.replicate(batch)
@@ -68,8 +85,9 @@ def _mujoco_rope_xml() -> str:
     point = " ".join(f"{v:.6f}" for v in _hung_points().ravel())
     element = " ".join(f"{i} {i + 1}" for i in range(SEGMENTS))
     return f"""<mujoco><option timestep="{DT}" integrator="discrete"/>
-<worldbody><flexcomp name="rope" type="direct" dim="1" radius="0.005" mass="0.1" point="{point}"
- element="{element}"><elasticity young="1e9" damping="0.001"/><edge equality="true"/>
+<worldbody><flexcomp name="rope" type="direct" dim="1" radius="{RADIUS}" mass="{MASS}" point="{point}"
+ element="{element}"><elasticity young="{YOUNG}" damping="0.001"/>
+<edge equality="true" solref="0.002 1" solimp="0.99 0.999 0.001"/>
 <contact selfcollide="none" conaffinity="0" contype="0"/><pin id="0 {SEGMENTS}"/></flexcomp></worldbody>
 </mujoco>"""
 
@@ -77,6 +95,7 @@ def _mujoco_rope_xml() -> str:
 def _mujoco_rope(seconds: float) -> tuple[float, np.ndarray]:
     """Wall time (s) of ``seconds`` of MuJoCo's rope, and its vertices at the end."""
     model = mujoco.MjModel.from_xml_string(_mujoco_rope_xml())
+    model.dof_damping[:] = DAMPING * MASS / (SEGMENTS + 1)  # N s/m: the PD rope's decay rate
     data = mujoco.MjData(model)
     t0 = time.perf_counter()
     mujoco.mj_step(model, data, round(seconds / DT))
@@ -142,7 +161,7 @@ def _columns(solve: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray) -> list
 
 
 def rope_vs_mujoco(repeats: int) -> dict[str, Any]:
-    seconds = 5.0
+    seconds = 10.0
     pd, mj = [], []
     pd_end = mj_end = np.zeros((SEGMENTS + 1, 3))
     for i in range(repeats):
