@@ -4,8 +4,16 @@ colliders (the table, MuJoCo's hand, finger and rigid-object boxes) and the shar
 
 Solver settings a scene may give in the object's ``material`` next to the physical parameters: ``grid_dx``
 (cell size, m; default 0.01: fast, but ``simpact bench mpm`` finds a plate squeeze's footprint not yet
-converged at 1 cm, since grid-node contact starts about a cell before the particles touch), and
-``capture_width`` (m; default two cells). Units: SI.
+converged at 1 cm, since grid-node contact starts about a cell before the particles touch),
+``capture_width`` (m; default two cells) and ``grid_margin`` (m; default 0.12 sideways and 0.10 above: how
+far the grid reaches beyond the object's start box, sideways and, up to 0.10, above; every substep clears
+and updates every node, so the grid's size costs time even where no particle is).
+
+Sleeping: a member whose particles are all slower than :data:`REST_SPEED` after at least :data:`AWAKE_S` of
+simulated time, and which no collider box comes near (within :data:`NEAR_CELLS` cells of a particle, its
+motion over the period added), is not stepped: its particles keep their state exactly
+until a box comes near. The rule reads only the state and the colliders, so reruns and restored snapshots
+sleep and wake at the same steps. Units: SI.
 """
 
 from __future__ import annotations
@@ -27,9 +35,15 @@ __all__ = ["MPMObject", "MPMObjectSnapshot", "mpm_solver", "object_particles"]
 
 DEFAULT_DX = 0.01
 """Grid cell, m (see the module docstring for what it resolves)."""
-_SETTINGS = ("grid_dx", "capture_width")
+_SETTINGS = ("grid_dx", "capture_width", "grid_margin")
 _MARGIN = (0.12, 0.12, 0.10)
 """Grid extent beyond the object's start box (x, y, z above), m: room to flow, spread and be lifted."""
+REST_SPEED = 0.005
+"""A member whose particles are all slower than this (m/s) and that no box comes near sleeps."""
+AWAKE_S = 0.3
+"""Simulated time a member runs before it may first sleep (it settles under gravity), s."""
+NEAR_CELLS = 2.0
+"""A box within this many cells of a particle (its motion over the period added) wakes a member."""
 
 
 def object_particles(obj: SceneObject, spacing: float) -> np.ndarray:
@@ -68,9 +82,12 @@ def mpm_solver(obj: SceneObject, scene: Scene) -> MPMObject:
     pts = object_particles(obj, dx / 2.0)
     pts[:, 2] += max(0.0, dx / 4.0 - pts[:, 2].min())
     lo, hi = pts.min(axis=0), pts.max(axis=0)
+    side = settings.get("grid_margin", _MARGIN[0])
+    if not 2.0 * dx <= side <= 1.0:
+        raise SceneError(f"object '{obj.name}': grid_margin must be within 2 cells ... 1 m, got {side}")
     grid = GridSpec.around(
-        (lo[0] - _MARGIN[0], lo[1] - _MARGIN[1], min(lo[2], 0.0)),
-        (hi[0] + _MARGIN[0], hi[1] + _MARGIN[1], hi[2] + _MARGIN[2]),
+        (lo[0] - side, lo[1] - side, min(lo[2], 0.0)),
+        (hi[0] + side, hi[1] + side, hi[2] + min(side, _MARGIN[2])),
         dx,
     )
     engine = MPMSolver([Body(pts, material)], grid, table_friction=scene.table_friction)
@@ -118,6 +135,8 @@ class MPMObject:
             )
         for b, engine in enumerate(self.engines):
             engine.table_z, engine.table_friction = colliders.table_z, colliders.table_friction
+            if self._asleep(engine, colliders, b, dt):
+                continue
             boxes = Boxes(
                 colliders.centre[b],
                 colliders.rotation[b],
@@ -128,6 +147,22 @@ class MPMObject:
             )
             engine.step(dt, boxes)
         self._grasp(colliders)
+
+    def _asleep(self, engine: MPMSolver, colliders: Colliders, b: int, dt: float) -> bool:
+        """Whether member ``b`` sleeps through this period (see the module docstring)."""
+        if engine.time < AWAKE_S or self._held[b].any():
+            return False
+        if float(np.linalg.norm(engine.velocities(), axis=1).max()) >= REST_SPEED:
+            return False
+        x = engine.positions().astype(np.float64)
+        margin = NEAR_CELLS * engine.grid.dx
+        for k in range(len(colliders.half)):
+            local = (x - colliders.centre[b, k]) @ colliders.rotation[b, k]  # in the box's frame
+            speed = float(np.linalg.norm(colliders.velocity[b, k]))
+            reach = colliders.half[k] + margin + speed * dt
+            if np.all(np.abs(local) <= reach, axis=1).any():
+                return False
+        return True
 
     def _grasp(self, colliders: Colliders) -> None:
         """The shared grasp rule, applied after each control period: capture, follow, release."""
