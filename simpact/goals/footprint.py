@@ -71,8 +71,19 @@ def _particles(ctx: Context, name: str, predicate: str) -> np.ndarray:
 
 
 def _hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
-    centre, _, _ = _rectangle(params, ctx)
-    return [GoalHint(params["object"], "place", point=(float(centre[0]), float(centre[1]), 0.0))]
+    """A ``shape`` hint: the footprint's centre (``point``) and its long axis (``angle``, deg from x) when
+    the rectangle is longer one way."""
+    centre, size, yaw = _rectangle(params, ctx)
+    axis = yaw if size[0] >= size[1] else yaw + math.pi / 2
+    angle = None if size[0] == size[1] else math.degrees(axis)
+    return [GoalHint(params["object"], "shape", point=(float(centre[0]), float(centre[1]), 0.0), angle=angle)]
+
+
+def _ratio_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
+    """A ``shape`` hint with the long axis (``angle``, deg from x) when the goal names one."""
+    yaw = params.get("yaw")
+    angle = None if yaw is None else math.degrees(ctx.value(yaw, "footprint_ratio yaw"))
+    return [GoalHint(params["object"], "shape", angle=angle)]
 
 
 @register("footprint_iou", required=("object", "centre", "size"), optional=("yaw", "min_iou"), hints=_hints)
@@ -100,33 +111,60 @@ def footprint_iou(params: Mapping[str, Any], ctx: Context) -> Outcome:
     return outcome(iou >= need, progress(need - iou, 0.2), iou=iou, min_iou=need)
 
 
-def _extent(xy: np.ndarray) -> tuple[float, float]:
-    """Length and width (m) of a footprint along its principal axes, plus one particle spacing."""
+def _principal(xy: np.ndarray) -> tuple[float, float, float]:
+    """Length and width (m) of a footprint along its principal axes, plus one particle spacing, and the
+    long axis's direction (rad from x, in (-pi/2, pi/2])."""
     centred = xy - xy.mean(axis=0)
     _, _, axes = np.linalg.svd(centred, full_matrices=False)
     along = centred @ axes.T
     spacing = _spacing(np.unique(np.round(xy, 5), axis=0))
     length, width = np.ptp(along, axis=0) + spacing
-    return float(length), float(width)
+    return float(length), float(width), _axis_angle(math.atan2(axes[0, 1], axes[0, 0]))
 
 
-@register("footprint_ratio", required=("object", "ratio"), optional=("tolerance",))
+def _extent(xy: np.ndarray) -> tuple[float, float]:
+    """Length and width (m) of a footprint along its principal axes, plus one particle spacing."""
+    length, width, _ = _principal(xy)
+    return length, width
+
+
+def _axis_angle(angle: float) -> float:
+    """An axis direction (rad) as the angle in (-pi/2, pi/2] of the same line."""
+    return math.pi / 2 - (math.pi / 2 - angle) % math.pi
+
+
+@register(
+    "footprint_ratio",
+    required=("object", "ratio"),
+    optional=("tolerance", "yaw", "max_yaw_error_deg"),
+    hints=_ratio_hints,
+)
 def footprint_ratio(params: Mapping[str, Any], ctx: Context) -> Outcome:
     """The deformable's footprint is ``ratio`` times as long as it is wide (principal axes, top-down),
-    within a relative ``tolerance`` (default 0.15)."""
+    within a relative ``tolerance`` (default 0.15); with ``yaw`` (rad from x, a number or expression), its
+    long axis also lies within ``max_yaw_error_deg`` (default 15) of that direction."""
     xy = _particles(ctx, params["object"], "footprint_ratio")[:, :2]
-    length, width = _extent(xy)
+    length, width, axis = _principal(xy)
     want = float(ctx.value(params["ratio"], "footprint_ratio ratio"))
     tol = float(params.get("tolerance", 0.15))
     if not (want > 0 and tol > 0):
         raise GoalError("goal: footprint_ratio: 'ratio' and 'tolerance' must be positive")
     error = abs(length / max(width, 1e-9) / want - 1.0)
+    details: dict[str, Any] = {}
+    miss = error - tol
+    if params.get("yaw") is not None:
+        limit = float(params.get("max_yaw_error_deg", 15.0))
+        want_axis = ctx.value(params["yaw"], "footprint_ratio yaw")
+        yaw_error = abs(math.degrees(_axis_angle(axis - want_axis)))
+        details = {"axis_deg": math.degrees(axis), "yaw_error_deg": yaw_error}
+        miss = max(miss, (yaw_error - limit) / 100.0)
     return outcome(
-        error <= tol,
-        progress(error - tol, 0.3),
+        miss <= 0.0,
+        progress(miss, 0.3),
         ratio=length / max(width, 1e-9),
         want=want,
         length_m=length,
         width_m=width,
         tolerance=tol,
+        **details,
     )
