@@ -20,6 +20,9 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
 * ``pivot``: push an object against a fixed support and turn it up about its far bottom edge, the fingertip
   following the arc of its near edge (extrinsic dexterity: the support is the second hand).
 * ``sweep``: grasp an elongated tool and drag it through a group of objects toward a point.
+* ``squeeze``: with the ``squeeze_plates`` tool, stand the plates along a deformable's wanted long axis at a
+  point, lower their edges to the table, close them to a width, open them and rise: the dough between them
+  flows out along them into a bar.
 * ``retreat``: open the gripper and rise.
 
 Units: metres, radians. The tool centre point (TCP) is the fingertip centre; with the fingers' opening axis
@@ -53,6 +56,7 @@ __all__ = [
     "hold_builder",
     "retreat",
     "safe_height",
+    "squeeze_builder",
     "slide_builder",
     "sweep_builder",
     "topple_builder",
@@ -77,12 +81,16 @@ _MAX_YAW = 2.4
 """Largest tool yaw from home a primitive turns to, rad (the wrist turns +-2.9 rad)."""
 _STEP = 0.45
 """Longest single displacement an action is given (actions allow 0.5 m)."""
+SQUEEZE_TCP_Z = 0.015
+"""TCP height of a squeeze: the ``squeeze_plates`` reach 2 cm below the TCP, so their lower edges stand 5 mm
+below the table top (MuJoCo does not collide the plates; the MPM grid's box contact then squeezes the
+dough's bottom layer too instead of letting it slip under the plates' lower faces), m."""
 
 
 @dataclass(frozen=True)
 class Hint:
     """What a goal is about (the fields of the goals module's ``GoalHint``): ``object`` (a name or a glob),
-    ``kind`` (place, upright, standing, lift, topple, keep, turn), a ``point`` (x, y, z) or ``onto``
+    ``kind`` (place, upright, standing, lift, topple, keep, turn, shape), a ``point`` (x, y, z) or ``onto``
     another object, a ``face`` (smallest, largest), a ``height`` (m) and an ``angle`` (deg, ccw)."""
 
     object: str
@@ -595,6 +603,32 @@ def sweep_builder(tool: str, items: Sequence[str], goal: np.ndarray) -> Builder:
         retreat = end - d * 0.05
         path.move_to(retreat[0], retreat[1], reason="back off")
         path.to_z(path.p[2] + 0.1, "lift the tool away")
+        return path
+
+    return build
+
+
+def squeeze_builder(name: str, axis: float, point: np.ndarray | None) -> Builder:
+    """Squeeze ``name`` into a bar along ``axis`` (rad from x) centred ``shift`` (m) across the axis from
+    ``point`` (default: the object's centre): the fingers' opening axis across the bar, the plates lowered
+    around the object to :data:`SQUEEZE_TCP_Z`, closed to ``width`` (m, the gripper command), opened,
+    raised."""
+
+    def build(ctx: Context, v: np.ndarray) -> _Path:
+        width, shift = v
+        box = ctx.boxes[name]
+        across = axis + math.pi / 2
+        centre = (box.centre[:2] if point is None else np.asarray(point[:2], dtype=float)) + shift * np.array(
+            [math.cos(across), math.sin(across)]
+        )
+        path = _Path(ctx.tcp)
+        path.to_z(max(path.p[2], ctx.safe_z + 0.03), "rise so the plates clear the objects")
+        path.turn_to(across, f"the plates along the bar {box.name} should become")
+        path.move_to(centre[0], centre[1], reason=f"above where {box.name}'s bar should lie")
+        path.to_z(SQUEEZE_TCP_Z, f"the plates around {box.name}, their lower edges at the table")
+        path.grip(width, f"squeeze {box.name} between the plates")
+        path.release("open the plates")
+        path.to_z(path.p[2] + 0.06, "rise clear")
         return path
 
     return build

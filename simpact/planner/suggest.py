@@ -9,6 +9,7 @@
 * an object to stand on its smallest face: ``pivot`` it against the nearest fixed object;
 * an object to be lifted: ``hold`` it up; to be toppled: ``topple`` it;
 * an object to be turned about the vertical: ``turn`` it in place, held, when it fits the hand;
+* a deformable to be shaped into a bar (a footprint goal): ``squeeze`` it along the bar's axis;
 * below the root, also ``retreat``.
 
 Ranges are in metres, radians or fractions of the object's size; none is taken from a reference plan or a
@@ -35,6 +36,7 @@ from simpact.planner.primitives import (
     push_builder,
     retreat,
     slide_builder,
+    squeeze_builder,
     sweep_builder,
     topple_builder,
     turn_builder,
@@ -182,6 +184,8 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: boo
                 turn_builder(name, degrees),
             )
         )
+    if h.kind == "shape":
+        out.append(_squeeze_primitive(name, h))
     if h.kind == "topple":
         out.append(
             Primitive(
@@ -208,6 +212,22 @@ def _pick_primitive(name: str, point: np.ndarray | None, onto: str | None) -> Pr
         (0.25, 0.0, 0.01, -span, -span, 0.0),
         (0.9, 0.9, 0.1, span, span, 0.03),
         pick_builder(name, point, onto),
+    )
+
+
+def _squeeze_primitive(name: str, h: Any) -> Primitive:
+    """Squeeze ``name`` along the hint's axis (``angle``, deg; 0 without one) at its ``point``: the closing
+    width over the gripper's whole useful range, the place up to 1.5 cm either side across the axis."""
+    axis = math.radians(h.angle) if h.angle is not None else 0.0
+    point = None if h.point is None else np.asarray(h.point, dtype=float)
+    return Primitive(
+        "squeeze",
+        name,
+        f"{math.degrees(axis) % 180.0:.0f} deg",
+        ("width", "shift"),
+        (0.0, -0.015),
+        (0.06, 0.015),
+        squeeze_builder(name, axis, point),
     )
 
 

@@ -270,7 +270,7 @@ class _Search:
 
     def open(self, node: Node, queue: list[tuple[float, int, int, int]]) -> None:
         """Queue ``node``'s primitives (none at the deepest level)."""
-        if node.depth >= self.max_depth or node.dead:
+        if node.depth >= self.max_depth or node.dead or (node.depth > 0 and _deformable(self.world)):
             return
         boxes = geometry(self.scene, self.state_at(node))
         done = satisfied(node.details)
@@ -394,6 +394,9 @@ class _Search:
         with that whole plan."""
         fulls = [self.full_plan(node, p) for p in plans]
         prefix = len(self.history(node))
+        if _deformable(self.world):  # only the root branches (see open): its snapshot carries the particles
+            own = self.world.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s)
+            return list(zip(own, fulls))
         mj = mujoco_access(self.world)
         own = mj.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s, prefix=prefix)
         return list(zip(own, fulls))
@@ -424,6 +427,12 @@ class _Search:
         )
         self.done = self.done or trusted
         return proposal
+
+
+def _deformable(world: World) -> bool:
+    """Whether ``world`` simulates deformables: its branches' end states are MuJoCo-only snapshots without the
+    particles, so its search branches from the root alone (plans of one primitive)."""
+    return bool(getattr(world, "deformables", None))
 
 
 def satisfied(details: dict[str, Any]) -> set[str]:
