@@ -115,8 +115,14 @@ def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:
     """``obj`` (a reconstructed mesh object: origin at its box centre, ``size`` = box extent) as the task
     object's primitive, with the measured pose and dimensions: box → the extent; cylinder and sphere → radius
     from the horizontal extent (m); bowl → rim radius and height measured, the wall thickness the task's, the
-    origin moved to the base."""
+    origin moved to the base. A deformable keeps its particles; a rope (``pd``, a task cylinder) takes
+    half its box's thicker side as its radius (the particles' spread underestimates it)."""
     extent = np.asarray(obj.size, dtype=float)
+    if obj.kind != "rigid":  # a deformable is its particles; a rope's radius is half its thicker side
+        if obj.kind == "pd" and task_obj.shape == "cylinder":
+            _, thick, length = sorted(float(v) for v in extent)
+            return replace(obj, shape="cylinder", size=(thick / 2, length))
+        return obj
     radius = float(extent[:2].mean() / 2)
     if task_obj.shape == "box":
         return replace(obj, shape="box", mesh=None, convex_decomposition=None)

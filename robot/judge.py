@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from simpact.core.rollout import ObjectState, RobotState, Rollout, Trace, WorldState
+from simpact.core.rollout import DeformableState, ObjectState, RobotState, Rollout, Trace, WorldState
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 from simpact.vlm import VLM
 from simpact.vlm.answers import evaluation_schema, parse_evaluation
@@ -57,6 +57,13 @@ def align_orientation(
     return matrix_to_quat(R)
 
 
+def _particles(obj: Any) -> DeformableState:
+    """A deformable scene object's particles (its ``particles`` file, (N, 3) m)."""
+    if not obj.particles:
+        raise ValueError(f"object '{obj.name}' is deformable but has no particles file to judge it by")
+    return DeformableState(np.asarray(np.load(obj.particles), dtype=np.float64))
+
+
 def observed_rollout(
     plan: Any,
     before: Any,
@@ -67,7 +74,8 @@ def observed_rollout(
 ) -> Any:
     """A :class:`simpact.core.rollout.Rollout` of what the camera saw: the objects of scene ``before`` and of
     scene ``after`` (real2sim's, with the task's names) as a trace of two samples ``duration_s`` apart,
-    the robot's measured tool poses (position m, quaternion, gripper width m), no contacts. Objects missing
+    deformables as their particles in the two states, the robot's measured tool poses (position m,
+    quaternion, gripper width m), no contacts. Objects missing
     from ``after`` (markers, fixtures) keep their ``before`` pose; after-orientations are expressed in the
     before-boxes' axes (:func:`align_orientation`)."""
     found = {o.name: o for o in after.objects}
@@ -77,7 +85,13 @@ def observed_rollout(
     qpos_before: list[float] = []
     qpos_after: list[float] = []
     address: dict[str, int] = {}
+    deformables_before: dict[str, DeformableState] = {}
+    deformables_after: dict[str, DeformableState] = {}
     for obj in before.objects:
+        if obj.kind != "rigid":  # seen as its particles (real2sim's fill of what the camera saw)
+            deformables_before[obj.name] = _particles(obj)
+            deformables_after[obj.name] = _particles(found.get(obj.name, obj))
+            continue
         p0, q0 = np.asarray(obj.position, float), np.asarray(obj.quaternion, float)
         if obj.name in found:
             o = found[obj.name]
@@ -96,8 +110,10 @@ def observed_rollout(
     def robot_state(measured: tuple[np.ndarray, np.ndarray, float]) -> Any:
         return RobotState(np.asarray(measured[0], float), np.asarray(measured[1], float), float(measured[2]))
 
-    initial = WorldState(0.0, robot_state(robot_before), objects_before)
-    final = WorldState(float(duration_s), robot_state(robot_after), objects_after)
+    initial = WorldState(0.0, robot_state(robot_before), objects_before, deformables=deformables_before)
+    final = WorldState(
+        float(duration_s), robot_state(robot_after), objects_after, deformables=deformables_after
+    )
     trace = Trace(
         time=np.array([0.0, float(duration_s)]),
         qpos=np.array([qpos_before, qpos_after]),

@@ -30,11 +30,19 @@ import numpy as np
 
 from simpact.core.rotations import quat_about_z, quat_mul
 from simpact.core.scene import Scene
+from solvers.composite import CompositeWorld, rigid_part
 from solvers.mujoco.robot import ARM_JOINTS
 from solvers.mujoco.scene_builder import PhysicsOptions
 from solvers.mujoco.world import SETTLE_S, MujocoWorld
 
-__all__ = ["Perturbation", "PerturbedWorld", "RealityGap", "draw_perturbation", "perturb_scene"]
+__all__ = [
+    "Perturbation",
+    "PerturbedWorld",
+    "RealityGap",
+    "draw_perturbation",
+    "perturb_scene",
+    "stand_in_world",
+]
 
 GRIPPER_ACTUATOR = "hand"
 
@@ -197,3 +205,13 @@ class PerturbedWorld(MujocoWorld):
         self._place_robot(self.scene.robot)
         mujoco.mj_step(self.model, self.data, round(SETTLE_S / self.options.timestep))
         self.initial_snapshot = self.snapshot()
+
+
+def stand_in_world(scene: Scene, perturbation: Perturbation) -> PerturbedWorld | CompositeWorld:
+    """The stand-in real world of ``scene``: a :class:`PerturbedWorld`, or for a scene with deformables the
+    composite World of the perturbed scene around a :class:`PerturbedWorld` of its rigid part (the
+    deformables' masses, frictions and poses perturbed like the rigid objects')."""
+    if all(o.kind == "rigid" for o in scene.objects):
+        return PerturbedWorld(scene, perturbation)
+    rigid = PerturbedWorld(rigid_part(scene), perturbation)
+    return CompositeWorld(perturb_scene(scene, perturbation), rigid=rigid)

@@ -34,14 +34,18 @@ import numpy as np
 from robot.base import MeasuredPath, RobotBase, RobotError
 from robot.franka import FR3_SPECS
 from robot.safety import SafetyLimits
-from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
+from robot.sim2real import Perturbation, PerturbedWorld, RealityGap, draw_perturbation, stand_in_world
 from simpact.core.frame import Frame
 from simpact.core.rollout import Rollout, Trace, WorldState
 from simpact.core.rotations import quat_about_z, quat_conj, quat_mul
 from simpact.core.trajectory import min_jerk
+from solvers.composite import CompositeWorld
 from solvers.mujoco.robot import HOME_QPOS
 
-__all__ = ["SIM_SPECS", "SimCamera", "SimRobot", "SimWorld"]
+__all__ = ["SIM_SPECS", "SimCamera", "SimRobot", "SimWorld", "StandIn"]
+
+StandIn = PerturbedWorld | CompositeWorld
+"""The stand-in world: a perturbed MuJoCo world, with its deformables when the scene has some."""
 
 SIM_SPECS = replace(
     FR3_SPECS, name="simulated FR3 + Franka Hand (perturbed MuJoCo stand-in)", control_rate_hz=100.0
@@ -75,9 +79,7 @@ class SimRobot(RobotBase):
 
     specs = SIM_SPECS
 
-    def __init__(
-        self, world: PerturbedWorld, limits: SafetyLimits | None = None, settle_s: float = 0.2
-    ) -> None:
+    def __init__(self, world: StandIn, limits: SafetyLimits | None = None, settle_s: float = 0.2) -> None:
         super().__init__(limits)
         self.world = world
         self.settle_s = float(settle_s)
@@ -88,6 +90,8 @@ class SimRobot(RobotBase):
         self._ik = self._mj.ik()
         self._dt = self._mj.control_dt
         self._substeps = self._mj.substeps
+        self._deformables = world if isinstance(world, CompositeWorld) else None
+        """Stepped one control period after each of MuJoCo's, when the scene has deformables."""
         self.log_time: list[float] = []
         """Simulated time of every recorded control period, s (see :meth:`SimWorld.ground_truth`)."""
         self.log_qpos: list[np.ndarray] = []
@@ -141,10 +145,12 @@ class SimRobot(RobotBase):
         targets = np.column_stack([q, width])
         positions = np.empty((len(targets), 3))
         for k, target in enumerate(targets):
+            before = data.qpos.copy()
             for j in range(1, self._substeps + 1):
                 data.ctrl[:8] = previous + (target - previous) * (j / self._substeps)
                 mujoco.mj_step(model, data)
             previous = target
+            self._advance(before)
             mujoco.mj_forward(model, data)
             positions[k] = self._sensor("tcp_pos")
             self._record()
@@ -155,8 +161,15 @@ class SimRobot(RobotBase):
         """Keep the current targets for ``seconds`` of simulated time (objects keep moving and settle)."""
         model, data = self._mj.model, self._mj.data
         for _ in range(round(seconds / self._dt)):
+            before = data.qpos.copy()
             mujoco.mj_step(model, data, self._substeps)
+            self._advance(before)
             self._record()
+
+    def _advance(self, before: np.ndarray) -> None:
+        """The deformables' step over the control period MuJoCo just stepped from ``before`` (qpos)."""
+        if self._deformables is not None:
+            self._deformables.advance(before, self._mj.data.qpos.copy())
 
     def _joint_path(self, positions: np.ndarray, quaternions: np.ndarray, keep: np.ndarray) -> np.ndarray:
         q0 = self._mj.data.ctrl[:7].copy()
@@ -284,7 +297,7 @@ class SimRobot(RobotBase):
 class SimCamera:
     """Renders the world's current state from its camera (a :class:`robot.camera.Camera`)."""
 
-    def __init__(self, world: PerturbedWorld) -> None:
+    def __init__(self, world: StandIn) -> None:
         self.world = world
         self.captures = 0
 
@@ -310,7 +323,8 @@ class SimWorld:
 
     task: Any
     seed: int
-    world: PerturbedWorld
+    world: StandIn
+    perturbation: Perturbation
     camera: SimCamera
     robot: SimRobot
     _mark: int = field(default=0)
@@ -326,14 +340,15 @@ class SimWorld:
         """The stand-in world of ``task`` seed ``seed`` with ``gap`` (default ``RealityGap()``)."""
         gap = gap if gap is not None else RealityGap()
         scene = task.scene(seed)
-        world = PerturbedWorld(scene, draw_perturbation(scene, gap, task.name, seed))
-        return cls(task, seed, world, SimCamera(world), SimRobot(world, limits))
+        perturbation = draw_perturbation(scene, gap, task.name, seed)
+        world = stand_in_world(scene, perturbation)
+        return cls(task, seed, world, perturbation, SimCamera(world), SimRobot(world, limits))
 
     def describe(self) -> dict[str, Any]:
         return {
             "task": self.task.name,
             "seed": self.seed,
-            "perturbation": self.world.perturbation.to_dict(),
+            "perturbation": self.perturbation.to_dict(),
             "robot": self.robot.specs.to_dict(),
         }
 

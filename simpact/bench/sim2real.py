@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from robot.sim2real import PerturbedWorld, RealityGap, draw_perturbation
+from robot.sim2real import RealityGap, draw_perturbation, stand_in_world
 from simpact.bench.episodes import BenchError, EpisodeLog, Progress, duration, task_settings
 from simpact.core.jsonio import write_json
 from simpact.core.vocab import OFFLINE_METHODS
@@ -122,7 +122,7 @@ def run_episode(episode: Sim2RealEpisode) -> dict[str, Any]:
 
     t1 = time.perf_counter()
     perturbation = draw_perturbation(scene, RealityGap(**episode.gap), task.name, seed)
-    real = PerturbedWorld(scene, perturbation)
+    real = stand_in_world(scene, perturbation)
     plans = []
     for kind, source, plan, predicted in candidates:
         executed = task.evaluate(real.rollout(plan, tail_s=task.tail_s), real.scene, seed)
