@@ -354,8 +354,11 @@ class CompositeWorld:
         def draw(scene: mujoco.MjvScene) -> None:
             for k, (solver, points) in enumerate(zip(self.deformables, particles)):
                 obj = objects[solver.name]
-                if obj.kind == "pd":  # a rope: capsules between consecutive particles
-                    add_rope(scene, points, solver.radius, obj.rgba, label=k)
+                if (
+                    obj.kind == "pd"
+                ):  # capsules between consecutive particles (a rope) or along a cloth's grid
+                    edges = getattr(solver, "render_edges", None)
+                    add_rope(scene, points, max(solver.radius, 0.002), obj.rgba, label=k, edges=edges)
                 else:  # a particle cloud: spheres, at most MAX_SPHERES of them (evenly subsampled)
                     stride = max(1, -(-len(points) // MAX_SPHERES))
                     add_particles(scene, points[::stride], solver.radius * stride ** (1 / 3), obj.rgba, k)
