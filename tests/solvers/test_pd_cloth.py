@@ -3,6 +3,8 @@ the table, reruns and batches are exact, and pd objects pick the cloth or the ro
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -145,3 +147,34 @@ def test_a_batch_member_steps_as_a_single_cloth() -> None:
         batch.step(DT, stacked)
     for b in range(3):
         assert np.array_equal(batch.positions()[b], single.positions()[0])
+
+
+def test_a_robot_lifts_a_towel_by_its_corner_in_the_composite_world() -> None:
+    """make_world builds the cloth next to MuJoCo's robot: the pads close on a corner and lift it, the rest
+    hangs; the picture shows the towel."""
+    from simpact.core.actions import Plan
+    from simpact.core.scene import RobotStart
+    from solvers.composite import CompositeWorld
+    from solvers.world import make_world
+
+    towel = replace(_sheet(z=0.0015), position=(0.55, 0.0, 0.0015))
+    world = make_world(Scene((towel,), RobotStart((0.55 - 0.15, -0.15, 0.1), 0.0, 0.08)))
+    assert isinstance(world, CompositeWorld)
+    corner = world.state().deformables["towel"].particles[0]
+    assert corner[:2] == pytest.approx([0.40, -0.15], abs=1e-9)
+    plan = Plan.from_dict(
+        {
+            "actions": [
+                {"type": "DESCEND", "dz": 0.1 - 0.006},
+                {"type": "GRASP", "d": 0.0},
+                {"type": "LIFT", "dz": 0.15},
+            ]
+        }  # fmt: skip
+    )
+    rollout = world.rollout(plan)
+    end = rollout.final.deformables["towel"].particles
+    assert end[0, 2] > 0.12, "the held corner went up with the hand"
+    assert end[-1, 2] < 0.01, "the far corner stayed on the table"
+    frame = world.render_trace(rollout.trace, -1)
+    ids = {name: i for i, name in frame.mask_names.items()}
+    assert (frame.masks == ids["towel"]).sum() > 100
