@@ -57,7 +57,7 @@ from real2sim.overlays import (
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
-from real2sim.scene_files import deformable_material, deformable_object, load_scene
+from real2sim.scene_files import deformable_material, entry_object, load_scene
 from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
@@ -656,7 +656,7 @@ def _scene(
             entry["material"] = deformable_material(p, result.particles[n].spacing_m)
             (root / "particles").mkdir(exist_ok=True)
             np.save(root / entry["particles"], result.particles[n].points, allow_pickle=False)
-            scene_objects.append(deformable_object(entry, root))
+            scene_objects.append(entry_object(entry, root))
         entries.append(entry)
     return Scene(tuple(scene_objects)), entries
 

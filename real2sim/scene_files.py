@@ -12,7 +12,7 @@ from typing import Any
 from real2sim.types import PhysicalParameters, Real2SimError
 from simpact.core.scene import RobotStart, Scene, SceneObject
 
-__all__ = ["deformable_material", "deformable_object", "load_scene"]
+__all__ = ["deformable_material", "entry_object", "load_scene"]
 
 
 def deformable_material(p: PhysicalParameters, spacing_m: float) -> dict[str, Any]:
@@ -33,21 +33,32 @@ def deformable_material(p: PhysicalParameters, spacing_m: float) -> dict[str, An
     return {k: v for k, v in values.items() if v is not None}
 
 
-def deformable_object(entry: Mapping[str, Any], root: Path) -> SceneObject:
-    """The scene object of a ``scene.json`` deformable entry: its particles file (made absolute) and
-    material; ``size`` is its extent (a box), for what reads an object's size."""
+def entry_object(entry: Mapping[str, Any], root: Path) -> SceneObject:
+    """The scene object of a ``scene.json`` entry, paths made absolute: a rigid object's mesh (``size`` its
+    scale), or a deformable's particles file and material (a box of its extent, for what reads a size)."""
+    common: dict[str, Any] = {
+        "name": entry["name"],
+        "position": tuple(float(v) for v in entry["position"]),
+        "quaternion": tuple(float(v) for v in entry["quaternion"]),
+        "mass": float(entry["mass"]),
+        "friction": float(entry["friction"]),
+        "rgba": tuple(float(v) for v in entry.get("rgba", (0.7, 0.7, 0.7, 1.0))),
+    }
+    if entry["kind"] == "rigid":
+        return SceneObject(
+            shape="mesh",
+            size=tuple(float(v) for v in entry["mesh_scale"]),
+            mesh=str((root / entry["mesh"]).resolve()),
+            convex_decomposition=bool(entry.get("concave", False)),
+            **common,
+        )
     return SceneObject(
-        name=entry["name"],
         shape="box",
         size=tuple(float(v) for v in entry["extent"]),
-        position=tuple(float(v) for v in entry["position"]),  # type: ignore[arg-type]
-        quaternion=tuple(float(v) for v in entry["quaternion"]),  # type: ignore[arg-type]
-        mass=float(entry["mass"]),
-        friction=float(entry["friction"]),
-        rgba=tuple(float(v) for v in entry.get("rgba", (0.7, 0.7, 0.7, 1.0))),  # type: ignore[arg-type]
         kind=entry["kind"],
         particles=str((root / entry["particles"]).resolve()),
         material=dict(entry.get("material", {})),
+        **common,
     )
 
 
@@ -60,25 +71,7 @@ def load_scene(directory: str | Path) -> Any:
         raise Real2SimError(f"{path}: missing (write it with `simpact real2sim FRAME --out {root}`)")
     try:
         raw = json.loads(path.read_text())
-        objects = []
-        for o in raw["objects"]:
-            if o["kind"] != "rigid":
-                objects.append(deformable_object(o, root))
-                continue
-            objects.append(
-                SceneObject(
-                    name=o["name"],
-                    shape="mesh",
-                    size=tuple(float(v) for v in o["mesh_scale"]),
-                    position=tuple(float(v) for v in o["position"]),  # type: ignore[arg-type]
-                    quaternion=tuple(float(v) for v in o["quaternion"]),  # type: ignore[arg-type]
-                    mass=float(o["mass"]),
-                    friction=float(o["friction"]),
-                    rgba=tuple(float(v) for v in o.get("rgba", (0.7, 0.7, 0.7, 1.0))),  # type: ignore[arg-type]
-                    mesh=str((root / o["mesh"]).resolve()),
-                    convex_decomposition=bool(o.get("concave", False)),
-                )
-            )
+        objects = [entry_object(o, root) for o in raw["objects"]]
         robot = RobotStart.from_dict(raw.get("robot", {}))
     except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
         raise Real2SimError(f"{path}: not a real2sim scene ({type(exc).__name__}: {exc})") from None
