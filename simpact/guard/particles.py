@@ -33,6 +33,7 @@ Engine-free: it reads arrays (``simpact.core`` types and numpy only); the planne
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -141,21 +142,22 @@ class ParticleEvent:
         return True
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values: a speed past float range (a blow-up) reads as the largest float, a
+        non-finite position as None."""
         out = asdict(self)
-        out["position"] = [float(v) for v in self.position]
+        out["position"] = [float(v) if np.isfinite(v) else None for v in self.position]
+        for key in ("peak_speed", "explained_speed"):
+            out[key] = float(min(out[key], np.finfo(float).max))
         return {"kind": "particles", **out, "flagged": True}
 
 
 def _box_distance(
     points: np.ndarray, centre: np.ndarray, rotation: np.ndarray, half: np.ndarray
 ) -> np.ndarray:
-    """(K,) smallest distance of ``points`` (N, 3) to each box (0 inside), m."""
-    out = np.full(len(centre), np.inf)
-    for k in range(len(centre)):
-        local = (points - centre[k]) @ rotation[k]
-        gap = np.maximum(np.abs(local) - half[k], 0.0)
-        out[k] = float(np.sqrt((gap * gap).sum(axis=1).min()))
-    return out
+    """(K,) smallest distance of ``points`` (N, 3) to each of K boxes (0 inside), m."""
+    local = (points[None] - centre[:, None, :]) @ rotation  # each box frame: R^T (x - c), as rows
+    gap = np.maximum(np.abs(local) - half[:, None, :], 0.0)
+    return np.asarray(np.sqrt((gap * gap).sum(axis=-1).min(axis=1)))
 
 
 def _carriers(
@@ -172,18 +174,20 @@ def _carriers(
     touch = np.zeros((s, colliders.centre.shape[1]), dtype=bool)
     sample = np.clip(np.searchsorted(colliders.time, time - 1e-9), 0, len(colliders.time) - 1)
     radius = np.linalg.norm(colliders.half, axis=-1) + th.reach
-    for j in range(s):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a record with no finite particle: all-NaN
+        lo, hi = np.nanmin(particles, axis=1), np.nanmax(particles, axis=1)  # (S, 3) bounding boxes
+    centre = colliders.centre[sample]  # (S, K, 3)
+    with np.errstate(invalid="ignore", over="ignore"):  # particles far out after a blow-up
+        gap = np.maximum(np.maximum(lo[:, None] - centre, centre - hi[:, None]), 0.0)
+        near = np.linalg.norm(gap, axis=-1) <= radius  # (S, K); False where no particle is finite
+    for j in np.flatnonzero(near.any(axis=1)):
         pts = particles[j]
         pts = pts[np.isfinite(pts).all(axis=1)]
-        if not len(pts):
-            continue
-        centre = colliders.centre[sample[j]]
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        near = np.linalg.norm(np.maximum(np.maximum(lo - centre, centre - hi), 0.0), axis=1) <= radius
-        if near.any():
-            idx = np.flatnonzero(near)
-            d = _box_distance(pts, centre[idx], colliders.rotation[sample[j]][idx], colliders.half[idx])
-            touch[j, idx] = d <= th.reach
+        idx = np.flatnonzero(near[j])
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = _box_distance(pts, centre[j, idx], colliders.rotation[sample[j]][idx], colliders.half[idx])
+        touch[j, idx] = d <= th.reach
     first = np.searchsorted(colliders.time, time[:-1], side="right")
     last = np.maximum(np.searchsorted(colliders.time, time[1:], side="right"), first + 1)
     own = np.zeros(s - 1)
@@ -248,7 +252,8 @@ def screen_particles(
     with np.errstate(invalid="ignore", over="ignore"):
         step = np.diff(x, axis=0)
         dt = np.maximum(np.diff(time), 1e-12)[:, None]
-        speed = np.nan_to_num(np.linalg.norm(step, axis=-1) / dt, nan=np.inf)
+        speed = np.linalg.norm(step, axis=-1) / dt
+        speed[np.isnan(speed)] = np.inf
     for reason, bad in (("non_finite", ~finite), ("escape", _escape(x, domain, th))):
         event = _first_event(name, reason, bad, time, x, speed)
         if event is not None:
@@ -348,8 +353,8 @@ def describe_particle_event(event: Mapping[str, Any]) -> str:
     n, body, t = event["particles"], event["body"], event["onset_s"]
     what = {
         "speed": (
-            f"moved at up to {event['peak_speed']:.2f} m/s, faster than the robot, the objects touching it "
-            f"and gravity explain ({event['explained_speed']:.2f} m/s)"
+            f"moved at up to {event['peak_speed']:.3g} m/s, faster than the robot, the objects touching it "
+            f"and gravity explain ({event['explained_speed']:.3g} m/s)"
         ),
         "escape": "left the simulation domain",
         "non_finite": "became non-finite (the simulation blew up)",
