@@ -21,6 +21,10 @@ METAL = 1
 SAND = 2
 FOAM = 3
 PLASTICINE = 4
+_SWEEPS = 4
+"""Cyclic Jacobi sweeps of the stretch decomposition (rotations below 1e-8 relative are skipped)."""
+
+wp.set_module_options({"enable_backward": False})
 
 
 @wp.func
@@ -64,6 +68,58 @@ def _return_map(
 
 
 @wp.func
+def _rotation(app: float, aqq: float, apq: float):
+    """Cosine, sine and tangent of the Jacobi rotation that zeroes ``apq`` of a symmetric 2 x 2 block."""
+    if wp.abs(apq) <= 1.0e-8 * (wp.abs(app) + wp.abs(aqq)):
+        return 1.0, 0.0, 0.0
+    theta = 0.5 * (aqq - app) / apq
+    t = 1.0 / (wp.abs(theta) + wp.sqrt(theta * theta + 1.0))
+    if theta < 0.0:
+        t = -t
+    c = 1.0 / wp.sqrt(t * t + 1.0)
+    return c, t * c, t
+
+
+@wp.func
+def _left_stretch(F: wp.mat33):
+    """Left singular vectors (columns of ``U``) and signed singular values of ``F`` (the smallest negative
+    when ``det F < 0``, as an SVD's sign convention puts it), from cyclic Jacobi sweeps on ``F F^T``."""
+    b = F * wp.transpose(F)
+    a00, a11, a22 = b[0, 0], b[1, 1], b[2, 2]
+    a01, a02, a12 = b[0, 1], b[0, 2], b[1, 2]
+    u0, u1, u2 = wp.vec3(1.0, 0.0, 0.0), wp.vec3(0.0, 1.0, 0.0), wp.vec3(0.0, 0.0, 1.0)
+    for _sweep in range(_SWEEPS):
+        c, s, t = _rotation(a00, a11, a01)  # (0, 1)
+        a00, a11, a01 = a00 - t * a01, a11 + t * a01, 0.0
+        a02, a12 = c * a02 - s * a12, s * a02 + c * a12
+        u0, u1 = c * u0 - s * u1, s * u0 + c * u1
+        c, s, t = _rotation(a00, a22, a02)  # (0, 2)
+        a00, a22, a02 = a00 - t * a02, a22 + t * a02, 0.0
+        a01, a12 = c * a01 - s * a12, s * a01 + c * a12
+        u0, u2 = c * u0 - s * u2, s * u0 + c * u2
+        c, s, t = _rotation(a11, a22, a12)  # (1, 2)
+        a11, a22, a12 = a11 - t * a12, a22 + t * a12, 0.0
+        a01, a02 = c * a01 - s * a02, s * a01 + c * a02
+        u1, u2 = c * u1 - s * u2, s * u1 + c * u2
+    sig = wp.vec3(wp.sqrt(wp.max(a00, 0.0)), wp.sqrt(wp.max(a11, 0.0)), wp.sqrt(wp.max(a22, 0.0)))
+    if wp.determinant(F) < 0.0:
+        if sig[0] <= sig[1] and sig[0] <= sig[2]:
+            sig = wp.vec3(-sig[0], sig[1], sig[2])
+        elif sig[1] <= sig[2]:
+            sig = wp.vec3(sig[0], -sig[1], sig[2])
+        else:
+            sig = wp.vec3(sig[0], sig[1], -sig[2])
+    return wp.matrix_from_cols(u0, u1, u2), sig
+
+
+@wp.func
+def _nonzero(s: float) -> float:
+    if wp.abs(s) < 1.0e-12:
+        return 1.0e-12
+    return s
+
+
+@wp.func
 def _elastic_update(
     F: wp.mat33,
     model: int,
@@ -76,22 +132,29 @@ def _elastic_update(
     p: int,
 ) -> wp.mat33:
     """The return-mapped ``F`` (identity map for jelly); writes its Kirchhoff stress (Pa) to ``tau[p]``.
-    One SVD serves both."""
-    U = wp.mat33()
-    sig = wp.vec3()
-    V = wp.mat33()
-    wp.svd3(F, U, sig, V)
+    One decomposition ``F = U diag(sig) V^T`` serves both; ``V`` is never formed: the return map scales the
+    stretches, ``F <- U diag(exp(eps_new) / sig) U^T F``; inside the yield surface ``F`` is kept as it is."""
+    U, sig = _left_stretch(F)
     if model == JELLY:
-        R = U * wp.transpose(V)
-        J = sig[0] * sig[1] * sig[2]
-        tau[p] = 2.0 * mu * (F - R) * wp.transpose(F) + wp.identity(n=3, dtype=float) * (lam * (J - 1.0) * J)
+        # fixed-corotated: 2 mu (F - R) F^T = U diag(2 mu (sig^2 - sig)) U^T, R = U V^T
+        J = wp.determinant(F)
+        s = wp.vec3(
+            2.0 * mu * (sig[0] * sig[0] - sig[0]),
+            2.0 * mu * (sig[1] * sig[1] - sig[1]),
+            2.0 * mu * (sig[2] * sig[2] - sig[2]),
+        )
+        tau[p] = U * wp.diag(s) * wp.transpose(U) + wp.identity(n=3, dtype=float) * (lam * (J - 1.0) * J)
         return F
     eps = wp.vec3(
         wp.log(wp.max(sig[0], 1.0e-6)), wp.log(wp.max(sig[1], 1.0e-6)), wp.log(wp.max(sig[2], 1.0e-6))
     )
-    eps = _return_map(eps, model, mu, lam, yield_stress, alpha, relax)
-    tau[p] = _hencky_stress(U, eps, mu, lam)
-    return U * wp.diag(wp.vec3(wp.exp(eps[0]), wp.exp(eps[1]), wp.exp(eps[2]))) * wp.transpose(V)
+    new = _return_map(eps, model, mu, lam, yield_stress, alpha, relax)
+    tau[p] = _hencky_stress(U, new, mu, lam)
+    if new[0] == eps[0] and new[1] == eps[1] and new[2] == eps[2]:
+        return F
+    k = wp.vec3(wp.exp(new[0]) / _nonzero(sig[0]), wp.exp(new[1]) / _nonzero(sig[1]), 0.0)
+    k[2] = wp.exp(new[2]) / _nonzero(sig[2])
+    return U * wp.diag(k) * (wp.transpose(U) * F)
 
 
 @wp.kernel
@@ -99,6 +162,19 @@ def clear_grid(grid_m: wp.array3d(dtype=float), grid_mv: wp.array3d(dtype=wp.vec
     i, j, k = wp.tid()
     grid_m[i, j, k] = 0.0
     grid_mv[i, j, k] = wp.vec3(0.0)
+
+
+@wp.func
+def _stencil(x: wp.vec3, origin: wp.vec3, inv_dx: float, shape: wp.vec3i):
+    """The first node of a particle's 3 x 3 x 3 stencil (clamped into the grid, so a particle that escaped
+    cannot write outside it) and its offset from that node, in cells."""
+    xg = (x - origin) * inv_dx
+    base = wp.vec3i(
+        wp.clamp(int(xg[0] - 0.5), 0, shape[0] - 3),
+        wp.clamp(int(xg[1] - 0.5), 0, shape[1] - 3),
+        wp.clamp(int(xg[2] - 0.5), 0, shape[2] - 3),
+    )
+    return base, xg - wp.vec3(float(base[0]), float(base[1]), float(base[2]))
 
 
 @wp.kernel
@@ -116,31 +192,30 @@ def p2g(
     grid_mv: wp.array3d(dtype=wp.vec3),
 ):
     """Particle to grid: APIC momentum plus the MLS stress impulse ``-dt * vol * 4/dx^2 * tau`` (``tau``: the
-    Kirchhoff stress the last grid-to-particle pass stored)."""
+    Kirchhoff stress the last grid-to-particle pass stored). Node (a, b, c) of the stencil gets
+    ``w * (m v + A (node - x))``, accumulated per axis as ``m v - A fx dx + a A_x + b A_y + c A_z``."""
     p = wp.tid()
     inv_dx = 1.0 / dx
-    xg = (x[p] - origin) * inv_dx
-    base = wp.vec3i(int(xg[0] - 0.5), int(xg[1] - 0.5), int(xg[2] - 0.5))
-    fx = xg - wp.vec3(float(base[0]), float(base[1]), float(base[2]))
+    shape = wp.vec3i(grid_m.shape[0], grid_m.shape[1], grid_m.shape[2])
+    base, fx = _stencil(x[p], origin, inv_dx, shape)
     wx = _weights(fx, 0)
     wy = _weights(fx, 1)
     wz = _weights(fx, 2)
-    affine = (-dt * vol[p] * 4.0 * inv_dx * inv_dx) * tau[p] + mass[p] * C[p]
-    mv = mass[p] * v[p]
-    nx = grid_m.shape[0]
-    ny = grid_m.shape[1]
-    nz = grid_m.shape[2]
+    m = mass[p]
+    affine = ((-dt * vol[p] * 4.0 * inv_dx * inv_dx) * tau[p] + m * C[p]) * dx
+    ax = wp.vec3(affine[0, 0], affine[1, 0], affine[2, 0])
+    ay = wp.vec3(affine[0, 1], affine[1, 1], affine[2, 1])
+    az = wp.vec3(affine[0, 2], affine[1, 2], affine[2, 2])
+    mv0 = m * v[p] - affine * fx
     for a in range(3):
+        mva = mv0 + float(a) * ax
         for b in range(3):
+            mvb = mva + float(b) * ay
+            wab = wx[a] * wy[b]
             for c in range(3):
-                gi = base[0] + a
-                gj = base[1] + b
-                gk = base[2] + c
-                if gi >= 0 and gi < nx and gj >= 0 and gj < ny and gk >= 0 and gk < nz:
-                    w = wx[a] * wy[b] * wz[c]
-                    dpos = (wp.vec3(float(a), float(b), float(c)) - fx) * dx
-                    wp.atomic_add(grid_m, gi, gj, gk, w * mass[p])
-                    wp.atomic_add(grid_mv, gi, gj, gk, w * (mv + affine * dpos))
+                w = wab * wz[c]
+                wp.atomic_add(grid_m, base[0] + a, base[1] + b, base[2] + c, w * m)
+                wp.atomic_add(grid_mv, base[0] + a, base[1] + b, base[2] + c, w * (mvb + float(c) * az))
 
 
 @wp.func
@@ -252,29 +327,28 @@ def g2p(
     and the Kirchhoff stress of the new ``F`` for the next particle-to-grid pass."""
     p = wp.tid()
     inv_dx = 1.0 / dx
-    xg = (x[p] - origin) * inv_dx
-    base = wp.vec3i(int(xg[0] - 0.5), int(xg[1] - 0.5), int(xg[2] - 0.5))
-    fx = xg - wp.vec3(float(base[0]), float(base[1]), float(base[2]))
+    shape = wp.vec3i(grid_v.shape[0], grid_v.shape[1], grid_v.shape[2])
+    base, fx = _stencil(x[p], origin, inv_dx, shape)
     wx = _weights(fx, 0)
     wy = _weights(fx, 1)
     wz = _weights(fx, 2)
+    # nv = sum w g; C = 4/dx sum w g (node - fx)^T = 4/dx ([sum w g a, sum w g b, sum w g c] - nv fx^T)
     nv = wp.vec3(0.0)
-    nc = wp.mat33(0.0)
-    nx = grid_v.shape[0]
-    ny = grid_v.shape[1]
-    nz = grid_v.shape[2]
+    ga = wp.vec3(0.0)
+    gb = wp.vec3(0.0)
+    gc = wp.vec3(0.0)
     for a in range(3):
         for b in range(3):
-            for c in range(3):
-                gi = base[0] + a
-                gj = base[1] + b
-                gk = base[2] + c
-                if gi >= 0 and gi < nx and gj >= 0 and gj < ny and gk >= 0 and gk < nz:
-                    w = wx[a] * wy[b] * wz[c]
-                    gv = grid_v[gi, gj, gk]
-                    dpos = wp.vec3(float(a), float(b), float(c)) - fx
-                    nv = nv + w * gv
-                    nc = nc + (4.0 * inv_dx * w) * wp.outer(gv, dpos)
+            g0 = grid_v[base[0] + a, base[1] + b, base[2]]
+            g1 = grid_v[base[0] + a, base[1] + b, base[2] + 1]
+            g2 = grid_v[base[0] + a, base[1] + b, base[2] + 2]
+            wab = wx[a] * wy[b]
+            line = wab * (wz[0] * g0 + wz[1] * g1 + wz[2] * g2)
+            nv = nv + line
+            ga = ga + float(a) * line
+            gb = gb + float(b) * line
+            gc = gc + wab * (wz[1] * g1 + 2.0 * wz[2] * g2)
+    nc = (4.0 * inv_dx) * (wp.matrix_from_cols(ga, gb, gc) - wp.outer(nv, fx))
     v[p] = nv
     C[p] = nc
     x[p] = x[p] + dt * nv
