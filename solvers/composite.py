@@ -115,7 +115,8 @@ def _angular_velocity(previous: np.ndarray, current: np.ndarray, dt: float) -> n
 
 
 class _Poses:
-    """Box poses of one MuJoCo state: centres (K, 3) and rotations (K, 3, 3)."""
+    """Box poses of one MuJoCo state: centres (K, 3) and rotations (K, 3, 3), and the grip frame between the
+    pads (centre (3,), rotation (3, 3), opening m; see :class:`solvers.deformable.Grip`)."""
 
     def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, boxes: _Boxes, qpos: np.ndarray) -> None:
         data.qpos[:] = qpos
@@ -123,39 +124,43 @@ class _Poses:
         rot = data.geom_xmat[boxes.geoms].reshape(-1, 3, 3).copy()
         self.rotation = rot
         self.centre = data.geom_xpos[boxes.geoms] + np.einsum("kij,kj->ki", rot, boxes.centre)
+        self.grip_centre, self.grip_rotation, self.opening = _grip_frame(boxes, self.centre, rot)
+
+
+def _grip_frame(
+    boxes: _Boxes, centre: np.ndarray, rotation: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The grip frame of box poses ``centre`` (K, 3), ``rotation`` (K, 3, 3): centre, rotation, opening."""
+    left, right = boxes.pads
+    axis = centre[left] - centre[right]
+    gap = float(np.linalg.norm(axis))
+    axis = axis / max(gap, 1e-12)
+    rot = rotation[left]
+    across = int(np.argmax(np.abs(rot.T @ axis)))  # the pad's thickness axis
+    others = [i for i in range(3) if i != across]
+    y = rot[:, others[0]] - (rot[:, others[0]] @ axis) * axis
+    y = y / np.linalg.norm(y)
+    z = np.array(
+        [axis[1] * y[2] - axis[2] * y[1], axis[2] * y[0] - axis[0] * y[2], axis[0] * y[1] - axis[1] * y[0]]
+    )
+    frame = np.column_stack([axis, y, z])
+    return 0.5 * (centre[left] + centre[right]), frame, gap - 2.0 * float(boxes.half[left][across])
 
 
 def _grip(boxes: _Boxes, now: list[_Poses], before: list[_Poses], dt: float) -> Grip:
     """The grip frame between the pads (see :class:`solvers.deformable.Grip`) for every member."""
-    left, right = boxes.pads
-    half_pad = boxes.half[left]
-
-    def frame(p: _Poses) -> tuple[np.ndarray, np.ndarray, float]:
-        axis = p.centre[left] - p.centre[right]
-        gap = float(np.linalg.norm(axis))
-        axis = axis / max(gap, 1e-12)
-        rot = p.rotation[left]
-        across = int(np.argmax(np.abs(rot.T @ axis)))  # the pad's thickness axis
-        others = [i for i in range(3) if i != across]
-        y = rot[:, others[0]] - (rot[:, others[0]] @ axis) * axis
-        y = y / np.linalg.norm(y)
-        frame_rot = np.column_stack([axis, y, np.cross(axis, y)])
-        return 0.5 * (p.centre[left] + p.centre[right]), frame_rot, gap - 2.0 * float(half_pad[across])
-
-    cur = [frame(p) for p in now]
-    prev = [frame(p) for p in before]
-    rot_left = boxes.half[left]
-    across = int(np.argmin(rot_left))
-    half = np.array([rot_left[i] for i in range(3) if i != across])
-    centre = np.array([c[0] for c in cur])
-    rotation = np.array([c[1] for c in cur])
+    pad = boxes.half[boxes.pads[0]]
+    across = int(np.argmin(pad))
+    half = np.array([pad[i] for i in range(3) if i != across])
+    centre = np.array([p.grip_centre for p in now])
+    rotation = np.array([p.grip_rotation for p in now])
     return Grip(
         centre=centre,
         rotation=rotation,
         half=half,
-        opening=np.array([c[2] for c in cur]),
-        velocity=(centre - np.array([c[0] for c in prev])) / dt,
-        angular_velocity=_angular_velocity(np.array([c[1] for c in prev]), rotation, dt),
+        opening=np.array([p.opening for p in now]),
+        velocity=(centre - np.array([p.grip_centre for p in before])) / dt,
+        angular_velocity=_angular_velocity(np.array([p.grip_rotation for p in before]), rotation, dt),
     )
 
 
@@ -295,10 +300,12 @@ class CompositeWorld:
             for b in range(batch):
                 records[k][b][0] = first[b]
         for c in range(max(periods)):
-            now = [
-                self._poses(t.qpos[min(c, n - 1) * sub + sub - 1][None])[0] if t is not None else start
-                for t, n in zip(traces, periods)
-            ]
+            now = []
+            for b, (t, n) in enumerate(zip(traces, periods)):  # poses change only when qpos does
+                assert t is not None
+                q = t.qpos[min(c, n - 1) * sub + sub - 1]
+                same = c > 0 and np.array_equal(q, t.qpos[min(c - 1, n - 1) * sub + sub - 1])
+                now.append(before[b] if same else self._poses(q[None])[0])
             colliders = _colliders(self._boxes, now, before, self.dt, self.scene)
             for k, solver in enumerate(solvers):
                 solver.step(self.dt, colliders)
