@@ -4,6 +4,7 @@ with the brush too high or stop short fail; a rollout is bit-identical alone and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -14,7 +15,7 @@ from simpact.core.actions import Plan
 from simpact.core.rollout import DeformableState
 from simpact.core.scene import Scene, SceneObject
 from simpact.goals import GoalError, parse_goal
-from simpact.planner.audit import screen_deformables
+from simpact.planner.audit import audit_and_repair, particle_domains, screen_deformables
 from simpact.tasks import load_task
 from solvers.world import make_world
 
@@ -76,6 +77,23 @@ def test_the_reference_sweeps_the_sand_in_and_screens_clean(swept):
     assert evaluation.details["particles_in_region:sand.fraction_inside"] > 0.7
     assert screen_deformables(world, rollouts[0]) == []
     assert 500 <= rollouts[0].final.deformables["sand"].particles.shape[0] <= 3000
+
+
+def test_sand_leaving_the_grid_in_a_real_trace_is_flagged(swept):
+    task, world, _, rollouts = swept
+    rollout = rollouts[0]
+    grid = world.deformables[0].engines[0].grid
+    domain = particle_domains(world)["sand"]
+    assert np.allclose(domain.lo, np.asarray(grid.origin) + 0.5 * grid.dx)
+    records = rollout.trace.particles["sand"].copy()
+    assert ((records > domain.lo) & (records < domain.hi)).all(), "the reference stays on the grid"
+    k = len(records) // 2
+    records[k:, 5, 0] = np.float32(domain.hi[0] + 0.01)  # one particle teleported off the grid
+    moved = replace(rollout, trace=replace(rollout.trace, particles={"sand": records}))
+    evaluation = task.evaluate(moved, world.scene, 0)
+    audit = audit_and_repair(world, task, world.scene, 0, moved, evaluation)
+    assert [(e["reason"], e["particle"], e["particles"]) for e in audit.events] == [("escape", 5, 1)]
+    assert not audit.artifact_free
 
 
 def test_a_brush_too_high_or_a_short_stroke_fails(swept):
