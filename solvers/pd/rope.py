@@ -370,13 +370,15 @@ class RopeSolver:
         and friction, damping, the new state, and which members sleep."""
         p = self.params
         x0, v0 = self._x, self._v
+        contact = None
         if len(boxes):
             assert colliders is not None
-            push = _box_push(x, colliders, boxes, p.radius)[0]
+            push, *contact = _box_push(x, colliders, boxes, p.radius, slop=_CONTACT_SLOP)
             x = x + (push if cmask is None else torch.where(cmask, 0.0, push))
         v = (x - x0) / h
-        if len(boxes):
-            v = self._friction(x, v, v0, h, cmask, colliders, boxes)  # (not on held particles)
+        if contact is not None:
+            assert colliders is not None
+            v = self._friction(v, v0, h, cmask, contact, colliders.friction[boxes])  # (not on held particles)
         damped = v * max(0.0, 1.0 - p.damping * h)
         if cmask is not None:
             v = torch.where(cmask, v, damped)
@@ -456,25 +458,23 @@ class RopeSolver:
 
     def _friction(
         self,
-        x: torch.Tensor,
         v: torch.Tensor,
         v0: torch.Tensor,
         h: float,
         cmask: torch.Tensor | None,
-        colliders: Colliders | None,
-        boxes: np.ndarray,
+        contact: list[torch.Tensor],
+        friction: np.ndarray,
     ) -> torch.Tensor:
-        """Coulomb friction on the velocities of particles touching a box: the tangential velocity relative
-        to the box loses up to ``mu`` times the normal velocity the contact removed."""
-        p = self.params
+        """Coulomb friction on the velocities of particles touching a box (``contact``: its normals,
+        velocities and touch mask from :func:`_box_push`, taken before the push: the push is along the
+        normal; ``friction`` (K,) the boxes' coefficients): the tangential velocity relative to the box loses
+        up to ``mu`` times the normal velocity the contact removed."""
+        n, vel, touch = contact
         predicted = v0 + h * torch.from_numpy(GRAVITY)
-        if len(boxes):
-            assert colliders is not None
-            _, n, vel, touch = _box_push(x, colliders, boxes, self.radius, slop=_CONTACT_SLOP)
-            mu_box = torch.from_numpy(np.maximum(colliders.friction[boxes], p.friction))
-            for k in range(len(boxes)):
-                hit = touch[:, k, :, None] if cmask is None else touch[:, k, :, None] & ~cmask
-                v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
+        mu_box = torch.from_numpy(np.maximum(friction, self.params.friction))
+        for k in range(len(friction)):
+            hit = touch[:, k, :, None] if cmask is None else touch[:, k, :, None] & ~cmask
+            v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
         return v
 
 
