@@ -83,8 +83,11 @@ def offline_result(
     """Plan without a VLM: the tree search over primitives (``tree``,
     :func:`simpact.planner.tree.plan_tree`) or a skeleton planner
     (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`. Success counts only a rollout
-    SimuGuard did not flag; successes that needed a repaired rerun are listed in ``repaired_successes``."""
+    SimuGuard did not flag; successes that needed a repaired rerun are listed in ``repaired_successes``. A
+    world with deformables gets the skeleton planner instead of the tree, whose branches step MuJoCo alone."""
     t0 = time.perf_counter()
+    if method == "tree" and getattr(world, "deformables", None) and task.skeleton is not None:
+        method = "skeleton"
     if method == "tree":
         tree = plan_tree(task, scene, world, seed, progress, hooks=hooks)
         proposals, best, success = list(tree.proposals), tree.best, tree.success
