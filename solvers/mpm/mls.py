@@ -158,12 +158,30 @@ class MPMSolver:
         self._a: dict[str, Any] = {
             k: wp.array(val, dtype=self._dtype(k), device=device) for k, val in arrays.items()
         }
-        shape = grid.shape
-        self._grid_m = wp.zeros(shape, dtype=float, device=device)
-        self._grid_mv = wp.zeros(shape, dtype=wp.vec3, device=device)
-        self._grid_v = wp.zeros(shape, dtype=wp.vec3, device=device)
+        self._build_structs()
         self.time = 0.0
         self.steps = 0
+
+    def _build_structs(self) -> None:
+        """The kernels' views of the particle arrays (``self._a``), a fresh grid and the colliders."""
+        import warp as wp
+
+        from solvers.mpm import kernels as k
+
+        a, names = self._a, {"yield": "yield_stress", "visc": "viscosity"}
+        self._particles = k.Particles()
+        for key, arr in a.items():
+            setattr(self._particles, names.get(key, key), arr)
+        self._grid = k.Grid()
+        shape, dev = self.grid.shape, self.device
+        self._grid.m = wp.zeros(shape, dtype=float, device=dev)
+        self._grid.mv = wp.zeros(shape, dtype=wp.vec3, device=dev)
+        self._grid.v = wp.zeros(shape, dtype=wp.vec3, device=dev)
+        self._grid.origin = wp.vec3(*self.grid.origin)
+        self._grid.dx = float(self.grid.dx)
+        self._colliders = k.Colliders()
+        self._colliders.gravity = wp.vec3(*self.gravity)
+        self._box_count = -1
 
     @staticmethod
     def _dtype(key: str) -> Any:
@@ -257,118 +275,61 @@ class MPMSolver:
 
         out = copy.copy(self)
         out._a = {k: wp.clone(a) for k, a in self._a.items()}
-        out._grid_m = wp.zeros_like(self._grid_m)
-        out._grid_mv = wp.zeros_like(self._grid_mv)
-        out._grid_v = wp.zeros_like(self._grid_v)
+        out._build_structs()
         return out
 
     # -- stepping ---------------------------------------------------------------------------------------
     def step(self, duration: float, boxes: Boxes | None = None) -> int:
         """Advance by ``duration`` s (whole substeps, at least one) against ``boxes`` (posed at the end of the
-        step, moving with their velocity during it). Returns the number of substeps taken."""
+        step, moving with their velocity during it). Returns the number of substeps taken. On the CPU a
+        substep is two recorded launches (grid phases, then grid-to-particle); on CUDA four kernels."""
         import warp as wp
 
-        boxes = boxes if boxes is not None else Boxes.none()
+        from solvers.mpm import kernels as k
+
         n_sub = max(1, int(math.ceil(duration / self.dt - 1e-9)))
-        arrays = self._box_arrays(boxes)
-        for s in range(1, n_sub + 1):
-            if len(boxes):
-                back = (n_sub - s) * self.dt
-                arrays["centre"].assign((boxes.centre - boxes.velocity * back).astype(np.float32))
-            self._substep(arrays, len(boxes))
+        self._set_colliders(boxes if boxes is not None else Boxes.none())
+        P, G, K, dt, dev = self._particles, self._grid, self._colliders, float(self.dt), self.device
+        if wp.get_device(dev).is_cpu:
+            grid = wp.launch(k.p2g_grid, dim=1, inputs=[P, G, K, dt, 0.0], device=dev, record_cmd=True)
+            g2p = wp.launch(k.g2p, dim=self.n, inputs=[P, G, dt], device=dev, record_cmd=True)
+            for s in range(n_sub):
+                grid.set_param_at_index(4, (n_sub - 1 - s) * dt)
+                grid.launch()
+                g2p.launch()
+        else:
+            for s in range(n_sub):
+                back = (n_sub - 1 - s) * dt
+                wp.launch(k.clear_grid, dim=self.grid.shape, inputs=[G], device=dev)
+                wp.launch(k.p2g, dim=self.n, inputs=[P, G, dt], device=dev)
+                wp.launch(k.grid_update, dim=self.grid.shape, inputs=[G, K, dt, back], device=dev)
+                wp.launch(k.g2p, dim=self.n, inputs=[P, G, dt], device=dev)
         self.time += n_sub * self.dt
         self.steps += n_sub
         wp.synchronize_device(self.device)
         return n_sub
 
-    def _box_arrays(self, boxes: Boxes) -> dict[str, Any]:
+    def _set_colliders(self, boxes: Boxes) -> None:
+        """Write the table and ``boxes`` into the colliders struct (its arrays are reused while the box count
+        stays the same)."""
         import warp as wp
 
-        k = max(len(boxes), 1)
-
-        def arr(values: np.ndarray, shape: tuple[int, ...], dtype: Any) -> Any:
-            data = np.zeros((k, *shape), np.float32)
-            data[: len(boxes)] = np.asarray(values, dtype=np.float32).reshape(-1, *shape)
-            return wp.array(data if shape else data.reshape(k), dtype=dtype, device=self.device)
-
-        return {
-            "centre": arr(boxes.centre, (3,), wp.vec3),
-            "rot": arr(boxes.rotation, (3, 3), wp.mat33),
-            "half": arr(np.maximum(boxes.half, _MIN_HALF_CELLS * self.grid.dx), (3,), wp.vec3),
-            "lin": arr(boxes.velocity, (3,), wp.vec3),
-            "ang": arr(boxes.angular_velocity, (3,), wp.vec3),
-            "mu": arr(boxes.friction, (), float),
+        K, n = self._colliders, len(boxes)
+        K.table_z, K.table_mu, K.n_boxes = self.table_z, self.table_friction, n
+        values = {
+            "center": (boxes.centre, (3,), wp.vec3),
+            "rot": (boxes.rotation, (3, 3), wp.mat33),
+            "half": (np.maximum(boxes.half, _MIN_HALF_CELLS * self.grid.dx), (3,), wp.vec3),
+            "lin": (boxes.velocity, (3,), wp.vec3),
+            "ang": (boxes.angular_velocity, (3,), wp.vec3),
+            "mu": (boxes.friction, (), float),
         }
-
-    def _substep(self, boxes: dict[str, Any], n_boxes: int) -> None:
-        import warp as wp
-
-        from solvers.mpm import kernels as k
-
-        a, g, dev = self._a, self.grid, self.device
-        origin = wp.vec3(*g.origin)
-        dx, dt = float(g.dx), float(self.dt)
-        wp.launch(k.clear_grid, dim=g.shape, inputs=[self._grid_m, self._grid_mv], device=dev)
-        wp.launch(
-            k.p2g,
-            dim=self.n,
-            device=dev,
-            inputs=[
-                a["x"],
-                a["v"],
-                a["C"],
-                a["tau"],
-                a["mass"],
-                a["vol"],
-                origin,
-                dx,
-                dt,
-                self._grid_m,
-                self._grid_mv,
-            ],
-        )
-        wp.launch(
-            k.grid_update,
-            dim=g.shape,
-            device=dev,
-            inputs=[
-                self._grid_m,
-                self._grid_mv,
-                self._grid_v,
-                origin,
-                dx,
-                dt,
-                wp.vec3(*self.gravity),
-                self.table_z,
-                self.table_friction,
-                boxes["centre"],
-                boxes["rot"],
-                boxes["half"],
-                boxes["lin"],
-                boxes["ang"],
-                boxes["mu"],
-                n_boxes,
-            ],
-        )
-        wp.launch(
-            k.g2p,
-            dim=self.n,
-            device=dev,
-            inputs=[
-                self._grid_v,
-                origin,
-                dx,
-                dt,
-                a["model"],
-                a["mu"],
-                a["lam"],
-                a["yield"],
-                a["alpha"],
-                a["visc"],
-                a["x"],
-                a["v"],
-                a["C"],
-                a["F"],
-                a["tau"],
-            ],
-        )
+        rows = max(n, 1)
+        for name, (value, shape, dtype) in values.items():
+            data = np.zeros((rows, *shape), np.float32)
+            data[:n] = np.asarray(value, dtype=np.float32).reshape(-1, *shape)
+            if self._box_count != rows:
+                setattr(K, name, wp.array(data, dtype=dtype, device=self.device))
+            else:
+                getattr(K, name).assign(data)
+        self._box_count = rows
