@@ -29,7 +29,8 @@ def build_taichi_squeeze(
     p_mass: float,
     p_vol: float,
 ) -> Callable[[float, int], None]:
-    """``step(top, s)``: one substep with the plate's bottom at ``top - 0.05 * s * dt`` (m)."""
+    """``step(top, s)``: one substep with the plate's bottom at ``top - 0.05 * s * dt`` (m); ``step.state()``
+    the particles' positions and velocities (numpy copies)."""
     n = len(pts)
     nx, ny, nz = grid.shape
     dx, inv_dx = grid.dx, 1.0 / grid.dx
@@ -169,4 +170,5 @@ def build_taichi_squeeze(
     def step(top: float, s: int) -> None:
         substep(top - 0.05 * s * dt)
 
+    step.state = lambda: (x.to_numpy(), v.to_numpy())  # type: ignore[attr-defined]
     return step
