@@ -333,22 +333,17 @@ class RopeSolver:
         xc = torch.from_numpy(targets).permute(1, 2, 0)
         omegas = _omegas(p.iterations, p.chebyshev_rho)
         groups = self._operators(h, constrained)
-        x = first if groups[0].members is None else torch.empty_like(first)
-        for group in groups:
-            g = group.members
-            part = _iterations()(
-                first if g is None else first[..., g],
-                group.base(y if g is None else y[..., g], xc if g is None else xc[..., g]),
-                group.gather,
-                omegas,
-                floor,
-                start if g is None else start[..., g],
-                None if budget is None else budget if g is None else budget[..., g],
-            )
-            if g is None:
-                x = part
-            else:
-                x[..., g] = part
+        if len(groups) == 1:
+            base, gather = groups[0].base(y, xc), groups[0].gather
+        else:  # one product per member (a batched one): as exact as the shared product (a test checks)
+            base, which = torch.empty_like(first), np.empty(len(constrained), dtype=np.int64)
+            for k, group in enumerate(groups):
+                g = group.members
+                assert g is not None
+                base[..., g] = group.base(y[..., g], xc[..., g])
+                which[g.numpy()] = k
+            gather = torch.stack([group.gather for group in groups])[torch.from_numpy(which)]
+        x = _iterations()(first, base, gather, omegas, floor, start, budget)
         x = x.permute(2, 0, 1)
         cmask = None
         if constrained.any():  # held and pinned particles exactly at their targets (the table may move them)
@@ -514,18 +509,25 @@ def _iterate(
     budget: torch.Tensor | None,
 ) -> torch.Tensor:
     """The local/global iterations from ``x`` (N, 3, B): each is ``base + gather @ directions`` (one matrix
-    product; a column's floats do not depend on how many columns there are, so a member's do not depend on
-    the batch: a test checks), the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction
+    product, ``gather`` (N, N - 1) shared or (B, N, N - 1) per member; a column's floats depend neither on
+    how many columns there are nor on which of the two, so a member's do not depend on the batch: a test
+    checks), the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction
     (``budget`` (N, 1, B) None: no particle on the table). Started from ``x0 + h v0`` rather than from the
     inertial ``y``: the two differ only at the held and pinned particles, and from there a rope at rest is a
     fixed point of the iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
     n = x.shape[0]
-    flat = base.view(n, -1)
+    shared = gather.dim() == 2
+    flat = base.view(n, -1) if shared else base.permute(2, 0, 1).contiguous()
     previous = x
     for w in omegas:
         e = x[1:] - x[:-1]
         e = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm: not batch-exact)
-        solved = torch.addmm(flat, gather, e.view(n - 1, -1)).view(x.shape)
+        if shared:
+            solved = torch.addmm(flat, gather, e.view(n - 1, -1)).view(x.shape)
+        else:
+            solved = (
+                torch.baddbmm(flat, gather, e.permute(2, 0, 1).contiguous()).permute(1, 2, 0).contiguous()
+            )
         if w != 1.0:
             solved = torch.lerp(previous, solved, w)
         solved[:, 2].clamp_(min=floor)
