@@ -158,6 +158,8 @@ class MPMSolver:
         self._a: dict[str, Any] = {
             k: wp.array(val, dtype=self._dtype(k), device=device) for k, val in arrays.items()
         }
+        self._serial_grid = wp.get_device(device).is_cpu
+        # grid phases in one serial launch over the particles' bounding box (CPU), else per-thread kernels
         self._build_structs()
         self.time = 0.0
         self.steps = 0
@@ -290,7 +292,7 @@ class MPMSolver:
         n_sub = max(1, int(math.ceil(duration / self.dt - 1e-9)))
         self._set_colliders(boxes if boxes is not None else Boxes.none())
         P, G, K, dt, dev = self._particles, self._grid, self._colliders, float(self.dt), self.device
-        if wp.get_device(dev).is_cpu:
+        if self._serial_grid:
             grid = wp.launch(k.p2g_grid, dim=1, inputs=[P, G, K, dt, 0.0], device=dev, record_cmd=True)
             g2p = wp.launch(k.g2p, dim=self.n, inputs=[P, G, dt], device=dev, record_cmd=True)
             for s in range(n_sub):
