@@ -18,8 +18,9 @@
 - ``rope_realtime_factor``: the ``shape_rope`` reference rollout through ``make_world`` (the composite
   World: MuJoCo robot plus the rope), simulated seconds per wall second, next to its MuJoCo part alone.
 
-Each figure is a median over ``repeats`` runs with its range. What it does not show: a quiet machine (the
-timings are taken as they come on a shared one), ropes in contact with many boxes, the planner's batches.
+Each figure is a median over ``repeats`` runs with its range, in wall time and (``*_cpu``) in this process's
+CPU time, the steadier of the two on a shared machine. What it does not show: a quiet machine (the timings
+are taken as they come on a shared one), ropes in contact with many boxes, the planner's batches.
 """
 
 from __future__ import annotations
@@ -92,22 +93,38 @@ def _mujoco_rope_xml() -> str:
 </mujoco>"""
 
 
-def _mujoco_rope(seconds: float) -> tuple[float, np.ndarray]:
-    """Wall time (s) of ``seconds`` of MuJoCo's rope, and its vertices at the end."""
+class _Timer:
+    """Wall and CPU seconds (``wall``, ``cpu``: this process, all its threads) of a ``with`` block."""
+
+    def __enter__(self) -> _Timer:
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self._wall
+        self.cpu = time.process_time() - self._cpu
+
+
+def _mujoco_rope(seconds: float) -> tuple[_Timer, np.ndarray]:
+    """The time of ``seconds`` of MuJoCo's rope, and its vertices at the end."""
     model = mujoco.MjModel.from_xml_string(_mujoco_rope_xml())
     model.dof_damping[:] = DAMPING * MASS / (SEGMENTS + 1)  # N s/m: the PD rope's decay rate
     data = mujoco.MjData(model)
-    t0 = time.perf_counter()
-    mujoco.mj_step(model, data, round(seconds / DT))
-    return time.perf_counter() - t0, data.flexvert_xpos.copy()
+    with _Timer() as timer:
+        mujoco.mj_step(model, data, round(seconds / DT))
+    return timer, data.flexvert_xpos.copy()
 
 
-def _pd_run(seconds: float, batch: int = 1) -> tuple[float, np.ndarray]:
+def _pd_run(seconds: float, batch: int = 1) -> tuple[_Timer, np.ndarray]:
+    warm = _pd_rope(batch)
+    for _ in range(3):  # TorchScript profiles the iterations' first runs, then optimises them
+        warm.step(DT)
     rope = _pd_rope(batch)
-    t0 = time.perf_counter()
-    for _ in range(round(seconds / DT)):
-        rope.step(DT)
-    return time.perf_counter() - t0, rope.positions()
+    rope._operators(DT, rope._constraints(None)[0])  # and builds the global step's inverse
+    with _Timer() as timer:
+        for _ in range(round(seconds / DT)):
+            rope.step(DT)
+    return timer, rope.positions()
 
 
 def _timed_us(fn: Callable[[], object], calls: int, repeats: int) -> dict[str, float]:
@@ -162,23 +179,24 @@ def _columns(solve: Callable[[np.ndarray], np.ndarray], rhs: np.ndarray) -> list
 
 def rope_vs_mujoco(repeats: int) -> dict[str, Any]:
     seconds = 10.0
-    pd, mj = [], []
+    pd: list[_Timer] = []
+    mj: list[_Timer] = []
     pd_end = mj_end = np.zeros((SEGMENTS + 1, 3))
     for i in range(repeats):
         order = (0, 1) if i % 2 == 0 else (1, 0)
         for which in order:
             if which == 0:
-                wall, ends = _pd_run(seconds)
-                pd.append(seconds / wall)
+                timer, ends = _pd_run(seconds)
+                pd.append(timer)
                 pd_end = ends[0]
             else:
-                wall, mj_end = _mujoco_rope(seconds)
-                mj.append(seconds / wall)
-    ratio = [a / b for a, b in zip(pd, mj)]
+                timer, mj_end = _mujoco_rope(seconds)
+                mj.append(timer)
     return {
-        "pd_sim_s_per_wall_s": _median(pd),
-        "mujoco_sim_s_per_wall_s": _median(mj),
-        "rope_vs_mujoco_cable": _median(ratio),
+        "pd_sim_s_per_wall_s": _median([seconds / t.wall for t in pd]),
+        "mujoco_sim_s_per_wall_s": _median([seconds / t.wall for t in mj]),
+        "rope_vs_mujoco_cable": _median([b.wall / a.wall for a, b in zip(pd, mj)]),
+        "rope_vs_mujoco_cable_cpu": _median([b.cpu / a.cpu for a, b in zip(pd, mj)]),
         "pd_length_m": float(np.linalg.norm(np.diff(pd_end, axis=0), axis=1).sum()),
         "mujoco_length_m": float(np.linalg.norm(np.diff(mj_end, axis=0), axis=1).sum()),
         "max_distance_m": float(np.linalg.norm(pd_end - mj_end, axis=1).max()),
@@ -191,14 +209,13 @@ def batched(repeats: int, batch: int = 64) -> dict[str, Any]:
     seconds = 1.0
     many, one = [], []
     for _ in range(repeats):
-        wall, _ = _pd_run(seconds, batch)
-        many.append(batch * seconds / wall)
-        wall, _ = _pd_run(seconds, 1)
-        one.append(seconds / wall)
+        many.append(_pd_run(seconds, batch)[0])
+        one.append(_pd_run(seconds, 1)[0])
     return {
         "batch": batch,
-        "batched_rope_seconds_per_s": _median(many),
-        "single_rope_seconds_per_s": _median(one),
+        "batched_rope_seconds_per_s": _median([batch * seconds / t.wall for t in many]),
+        "batched_rope_seconds_per_cpu_s": _median([batch * seconds / t.cpu for t in many]),
+        "single_rope_seconds_per_s": _median([seconds / t.wall for t in one]),
         "target": 400.0,
     }
 
@@ -210,22 +227,24 @@ def realtime(repeats: int) -> dict[str, Any]:
     assert isinstance(world, CompositeWorld)
     plan = task.reference_plan(scene, world.start_pose(), 0)
     rigid = world.rigid  # its MuJoCo part
-    composite, mujoco_only, simulated = [], [], 0.0
+    composite: list[_Timer] = []
+    mujoco_only: list[_Timer] = []
+    world.rollout(plan, tail_s=task.tail_s)  # compiles the rope's iterations (TorchScript)
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        rollout = world.rollout(plan, tail_s=task.tail_s)
-        wall = time.perf_counter() - t0
-        assert rollout.trace is not None
-        simulated = float(rollout.trace.time[-1] - rollout.initial.time)
-        composite.append(simulated / wall)
-        t0 = time.perf_counter()
-        rigid.rollout(plan, tail_s=task.tail_s)
-        mujoco_only.append(simulated / (time.perf_counter() - t0))
+        with _Timer() as timer:
+            rollout = world.rollout(plan, tail_s=task.tail_s)
+        composite.append(timer)
+        with _Timer() as timer:
+            rigid.rollout(plan, tail_s=task.tail_s)
+        mujoco_only.append(timer)
+    assert rollout.trace is not None
+    simulated = float(rollout.trace.time[-1] - rollout.initial.time)
     return {
         "task": "shape_rope",
         "simulated_s": simulated,
-        "rope_realtime_factor": _median(composite),
-        "mujoco_part_realtime_factor": _median(mujoco_only),
+        "rope_realtime_factor": _median([simulated / t.wall for t in composite]),
+        "rope_realtime_factor_cpu": _median([simulated / t.cpu for t in composite]),
+        "mujoco_part_realtime_factor": _median([simulated / t.wall for t in mujoco_only]),
         "success": bool(task.evaluate(rollout, scene, 0).success),
         "target": 20.0,
     }

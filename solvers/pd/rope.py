@@ -269,8 +269,8 @@ class RopeSolver:
             raise ValueError("replicate() needs a batch-1 rope")
         other = RopeSolver.__new__(RopeSolver)
         other.__dict__.update(self.__dict__)
-        other._inverses = dict(self._inverses)
-        other._matrices = dict(self._matrices)
+        other._inverses = self._inverses  # shared: a held set's operators are built once for all copies
+        other._matrices = self._matrices
         other._x = torch.zeros((batch, *self._x.shape[1:]), dtype=torch.float64)
         other.restore(tuple(np.repeat(a, batch, axis=0) for a in self.snapshot()))
         return other
