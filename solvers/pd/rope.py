@@ -401,7 +401,8 @@ class RopeSolver:
                 self._local[fresh] = grip.to_local(x)[fresh]
             self._held[~closed] = False
             self._closed = closed
-            targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
+            if self._held.any():
+                targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
         constrained = self._held | self._pin_mask[None]
         return constrained, targets
 
@@ -632,17 +633,15 @@ def _box_push(
     particle is within ``slop`` of the inflated box."""
     c = torch.from_numpy(colliders.centre[:, boxes])  # (B, K, 3)
     R = torch.from_numpy(colliders.rotation[:, boxes])  # (B, K, 3, 3)
-    half = torch.from_numpy(colliders.half[boxes])[None, :, None, :] + r  # (1, K, 1, 3)
+    half = torch.from_numpy(colliders.half[boxes] + r)[None, :, None, :]  # (1, K, 1, 3)
     arm = x[:, None] - c[:, :, None]  # (B, K, N, 3)
     local = torch.matmul(arm, R)
-    depth = half - local.abs()  # > 0 inside along every axis
-    inside = (depth > -slop).all(-1)  # (B, K, N)
-    axis = depth.argmin(-1, keepdim=True)
+    depth, axis = (half - local.abs()).min(-1, keepdim=True)  # > 0: inside along every axis; the nearest face
+    inside = (depth > -slop)[..., 0]  # (B, K, N)
     sign = torch.where(local.gather(-1, axis) >= 0, 1.0, -1.0).to(x.dtype)
     onehot = torch.zeros_like(local).scatter_(-1, axis, 1.0)
     normal = torch.matmul(onehot * sign, R.transpose(-1, -2))
-    push_len = depth.gather(-1, axis).clamp_min(0.0)
-    push = torch.where((depth > 0).all(-1)[..., None], normal * push_len, torch.zeros_like(normal)).sum(1)
+    push = torch.where(depth > 0, normal * depth, 0.0).sum(1)
     lin = torch.from_numpy(colliders.velocity[:, boxes])[:, :, None]
     ang = torch.from_numpy(colliders.angular_velocity[:, boxes])[:, :, None]
     vel = lin + torch.cross(ang.expand_as(arm), arm, dim=-1)
