@@ -12,7 +12,7 @@ The rope is a chain of N particles (N - 1 segments of rest length ``l0``). Per s
   is inverted once per (step length, constrained set) and cached: a solve is one matrix product for all
   the members sharing a constrained set (``bench`` measured this against a prefactored Cholesky, a banded
   Cholesky and scipy's sparse LU). The iterations start from ``x0 + h v0``, so a rope at rest is their
-  fixed point: 5 of them keep a hanging rope's shape (see :func:`_iterate`);
+  fixed point: 5 of them keep a hanging rope's shape (see :func:`solvers.pd.iterations.iterate`);
 - after each global step, particles are pushed out of the table, and a particle resting on it moves
   sideways at most by the friction coefficient times how far it was pressed in (position-based Coulomb
   friction, so the global step works against it); after the last, particles are pushed out of the
@@ -31,12 +31,10 @@ This module imports torch at its top, so it is itself on the lazy-import list (p
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch  # noqa: TID253  (this module is lazy itself: see the list in pyproject)
@@ -44,11 +42,11 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.deformable import Colliders, capture, held_positions
+from solvers.pd.contact import box_push, coulomb, near_boxes, table_friction  # noqa: TID253  (lazy, as this)
+from solvers.pd.iterations import GRAVITY, Group, compiled_iterate, fall, omegas  # noqa: TID253
 
 __all__ = ["RopeParams", "RopeSolver", "rope_points", "rope_solver"]
 
-GRAVITY = np.array([0.0, 0.0, -9.81])
-"""m/s^2."""
 _CONTACT_SLOP = 1e-4
 """A particle this close to a surface (m) after the solve touches it (gets friction)."""
 
@@ -71,8 +69,9 @@ class RopeParams:
     damping: float = 2.0
     """Linear velocity decay rate, 1/s."""
     iterations: int = 5
-    """Local/global iterations per step. Started from ``x0 + h v0`` (see :func:`_iterate`), 5 keep a hanging
-    rope's rest shape exactly and the ``shape_rope`` reference's end shape within 0.1 mm of 20 iterations'."""
+    """Local/global iterations per step. Started from ``x0 + h v0`` (see
+    :func:`solvers.pd.iterations.iterate`), 5 keep a hanging rope's rest shape exactly and the
+    ``shape_rope`` reference's end shape within 0.1 mm of 20 iterations'."""
     chebyshev_rho: float = 0.0
     """Spectral radius estimate of the Chebyshev semi-iterative acceleration (Wang 2015; 0: none). Off: with
     the table's friction inside the iterations it changed the ``shape_rope`` outcome with the iteration count
@@ -307,7 +306,7 @@ class RopeSolver:
         p = self.params
         x0, v0 = self._x, self._v
         constrained, targets = self._constraints(colliders)
-        near = _near_boxes(colliders, x0.numpy(), p.radius)
+        near = near_boxes(colliders, x0.numpy(), p.radius)
         boxes = np.flatnonzero(near.any(axis=0))
         moved = (constrained != self._last_constrained) | (
             constrained & (targets != self._last_targets).any(-1)
@@ -318,7 +317,7 @@ class RopeSolver:
         if resting.all():
             return
         first = (x0 + h * v0).permute(1, 2, 0).contiguous()  # (N, 3, B): the first iterate (see _iterate)
-        y = first + _fall(h)
+        y = first + fall(h)
         floor = (0.0 if colliders is None else colliders.table_z) + p.radius
         mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
         z0 = x0[..., 2].T  # (N, B)
@@ -331,7 +330,7 @@ class RopeSolver:
             budget = torch.where(on_table, mu * approach.clamp_min(0.0), 0.0)[:, None]
         start = x0.permute(1, 2, 0)
         xc = torch.from_numpy(targets).permute(1, 2, 0)
-        omegas = _omegas(p.iterations, p.chebyshev_rho)
+        weights = omegas(p.iterations, p.chebyshev_rho)
         groups = self._operators(h, constrained)
         if len(groups) == 1:
             base, gather = groups[0].base(y, xc), groups[0].gather
@@ -343,7 +342,7 @@ class RopeSolver:
                 base[..., g] = group.base(y[..., g], xc[..., g])
                 which[g.numpy()] = k
             gather = torch.stack([group.gather for group in groups])[torch.from_numpy(which)]
-        x = _iterations()(first, base, gather, omegas, floor, start, budget)
+        x = compiled_iterate()(first, base, gather, weights, floor, start, budget)
         x = x.permute(2, 0, 1)
         cmask = None
         if constrained.any():  # held and pinned particles exactly at their targets (the table may move them)
@@ -368,7 +367,7 @@ class RopeSolver:
         contact = None
         if len(boxes):
             assert colliders is not None
-            push, *contact = _box_push(x, colliders, boxes, p.radius, slop=_CONTACT_SLOP)
+            push, *contact = box_push(x, colliders, boxes, p.radius, slop=_CONTACT_SLOP)
             x = x + (push if cmask is None else torch.where(cmask, 0.0, push))
         v = (x - x0) / h
         if contact is not None:
@@ -418,9 +417,9 @@ class RopeSolver:
             self._matrices[h] = (mass / h**2) * np.eye(n) + w_s * S.T @ S + w_b * D.T @ D
         return self._matrices[h]
 
-    def _operators(self, h: float, constrained: np.ndarray) -> list[_Group]:
+    def _operators(self, h: float, constrained: np.ndarray) -> list[Group]:
         """The members grouped by constrained set (one group of all members when they share one), each with
-        its operators (see :class:`_Group`), cached per (step, constrained set)."""
+        its operators (see :class:`Group`), cached per (step, constrained set)."""
         if len(constrained) == 1 or (constrained == constrained[0]).all():
             return [self._group(h, constrained[0], None)]
         rows: dict[bytes, list[int]] = {}
@@ -428,7 +427,7 @@ class RopeSolver:
             rows.setdefault(row.tobytes(), []).append(b)
         return [self._group(h, constrained[m[0]], torch.tensor(m)) for m in rows.values()]
 
-    def _group(self, h: float, row: np.ndarray, members: torch.Tensor | None) -> _Group:
+    def _group(self, h: float, row: np.ndarray, members: torch.Tensor | None) -> Group:
         key = (h, row.tobytes())
         if key not in self._inverses:
             p = self.params
@@ -450,7 +449,7 @@ class RopeSolver:
                 coupling[row] = 0.0
                 rows = t(np.flatnonzero(row))
             self._inverses[key] = (t(inertia), coupling, rows, t(gather))
-        return _Group(members, *self._inverses[key])
+        return Group(members, *self._inverses[key])
 
     def _friction(
         self,
@@ -461,188 +460,18 @@ class RopeSolver:
         contact: list[torch.Tensor],
         friction: np.ndarray,
     ) -> torch.Tensor:
-        """Coulomb friction on the velocities of particles touching a box (``contact``: its normals,
-        velocities and touch mask from :func:`_box_push`, taken before the push: the push is along the
-        normal; ``friction`` (K,) the boxes' coefficients): the tangential velocity relative to the box loses
-        up to ``mu`` times the normal velocity the contact removed."""
+        """Coulomb friction on the velocities of particles touching a box (``contact``: their normals,
+        velocities and touch mask from :func:`~solvers.pd.contact.box_push`, taken before the push, which is
+        along the normal; ``friction`` (K,) the boxes' coefficients): the tangential velocity relative to the
+        box loses up to ``mu`` times the normal velocity the contact removed."""
         n, vel, touch = contact
         predicted = v0 + h * torch.from_numpy(GRAVITY)
         mu_box = torch.from_numpy(np.maximum(friction, self.params.friction))
         for k in range(len(friction)):
             hit = touch[:, k, :, None] if cmask is None else touch[:, k, :, None] & ~cmask
-            v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
+            v = coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
         return v
 
 
-class _Group(NamedTuple):
-    """Members (indices; None: all) that share a constrained set C, and its operators, from the global
-    matrix A with C eliminated and inverted (A_e^-1): ``inertia`` = A_e^-1 M / h^2 with C's columns zeroed
-    (N, N), ``coupling`` = -A_e^-1 A[:, C] with C's rows zeroed (N, |C|) (None when C is empty), ``rows``
-    (C's indices) and ``gather`` = A_e^-1 S^T EA (N, N - 1), so that one iteration is ``x = base + gather @
-    directions``."""
-
-    members: torch.Tensor | None
-    inertia: torch.Tensor
-    coupling: torch.Tensor | None
-    rows: torch.Tensor | None
-    gather: torch.Tensor
-
-    def base(self, y: torch.Tensor, xc: torch.Tensor) -> torch.Tensor:
-        """The iterations' constant part (N, 3, b) from the inertial positions ``y`` and the constrained
-        particles' targets ``xc`` (N, 3, b): the solve without the stretch targets, C at its targets."""
-        n = y.shape[0]
-        base = torch.mm(self.inertia, y.reshape(n, -1))
-        if self.coupling is not None:
-            assert self.rows is not None
-            held = xc[self.rows].reshape(len(self.rows), -1)
-            base.addmm_(self.coupling, held)
-            base[self.rows] = held
-        return base.view(y.shape)
-
-
-def _iterate(
-    x: torch.Tensor,
-    base: torch.Tensor,
-    gather: torch.Tensor,
-    omegas: list[float],
-    floor: float,
-    start: torch.Tensor,
-    budget: torch.Tensor | None,
-) -> torch.Tensor:
-    """The local/global iterations from ``x`` (N, 3, B): each is ``base + gather @ directions`` (one matrix
-    product, ``gather`` (N, N - 1) shared or (B, N, N - 1) per member; a column's floats depend neither on
-    how many columns there are nor on which of the two, so a member's do not depend on the batch: a test
-    checks), the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction
-    (``budget`` (N, 1, B) None: no particle on the table). Started from ``x0 + h v0`` rather than from the
-    inertial ``y``: the two differ only at the held and pinned particles, and from there a rope at rest is a
-    fixed point of the iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
-    n = x.shape[0]
-    shared = gather.dim() == 2
-    flat = base.view(n, -1) if shared else base.permute(2, 0, 1).contiguous()
-    previous = x
-    for w in omegas:
-        e = x[1:] - x[:-1]
-        e = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm: not batch-exact)
-        if shared:
-            solved = torch.addmm(flat, gather, e.view(n - 1, -1)).view(x.shape)
-        else:
-            solved = (
-                torch.baddbmm(flat, gather, e.permute(2, 0, 1).contiguous()).permute(1, 2, 0).contiguous()
-            )
-        if w != 1.0:
-            solved = torch.lerp(previous, solved, w)
-        solved[:, 2].clamp_(min=floor)
-        if budget is not None:
-            _table_friction(solved, start, budget, axis=1)
-        previous, x = x, solved
-    return x
-
-
-@functools.cache
-def _iterations() -> Any:
-    """:func:`_iterate` compiled by TorchScript (the same floats; per-op overhead ~40 % less on a single
-    rope, whose small products it is bound by), or itself where TorchScript is unavailable."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # torch.jit.script is deprecated (torch.compile is not cheaper here)
-            return torch.jit.script(_iterate)
-    except Exception:  # noqa: BLE001  (any failure to compile: run it eagerly)
-        return _iterate
-
-
-def _table_friction(x: torch.Tensor, start: torch.Tensor, budget: torch.Tensor, axis: int = -1) -> None:
-    """Position-based Coulomb friction with the table (Macklin et al. 2014), inside every iteration so that
-    the global step works against it: a particle that rests on the table moves sideways from its ``start``
-    by its slide less ``budget`` m (friction coefficient times how far gravity and its velocity pressed it
-    into the table this step; 0 for a particle off the table, which is then left exactly as it is); a slide
-    under the budget sticks. Coordinates along ``axis`` of ``x`` and ``start`` (``budget``: 1 there). In
-    place."""
-    xy = x.narrow(axis, 0, 2)
-    slide = xy - start.narrow(axis, 0, 2)
-    length = (slide * slide).sum(axis, keepdim=True).sqrt_().clamp_min_(1e-300)
-    xy.sub_(slide.mul_(torch.div(budget, length).clamp_max_(1.0)))
-
-
-@functools.cache
-def _fall(h: float) -> torch.Tensor:
-    """``h^2`` times :data:`GRAVITY`, laid out (1, 3, 1) for positions laid out (N, 3, B), m."""
-    return (h * h) * torch.from_numpy(GRAVITY)[None, :, None]
-
-
-CHEBYSHEV_START = 5
-"""Plain iterations before the acceleration starts."""
-
-
-@functools.cache
-def _omegas(iterations: int, rho: float) -> list[float]:
-    """The Chebyshev weight of each iteration (Wang 2015, eq. 12; 1: plain). Shared: do not change it."""
-    out, omega = [], 1.0
-    for k in range(iterations):
-        if rho <= 0.0 or k < CHEBYSHEV_START:
-            omega = 1.0
-        elif k == CHEBYSHEV_START:
-            omega = 2.0 / (2.0 - rho * rho)
-        else:
-            omega = 4.0 / (4.0 - rho * rho * omega)
-        out.append(omega)
-    return out
-
-
-def _coulomb(
-    v: torch.Tensor,
-    surface_v: torch.Tensor,
-    normal: torch.Tensor,
-    predicted: torch.Tensor,
-    hit: torch.Tensor,
-    mu: float | torch.Tensor,
-) -> torch.Tensor:
-    """``v`` (B, N, 3) after Coulomb friction where ``hit`` (B, N, 1): relative normal velocity no longer
-    negative; tangential relative velocity reduced by ``mu`` times the normal velocity change."""
-    rel = v - surface_v
-    vn = (rel * normal).sum(-1, keepdim=True)
-    dvn = (vn - ((predicted - surface_v) * normal).sum(-1, keepdim=True)).clamp_min(0.0)
-    vn = vn.clamp_min(0.0)
-    tangential = rel - (rel * normal).sum(-1, keepdim=True) * normal
-    speed = torch.linalg.vector_norm(tangential, dim=-1, keepdim=True)
-    scale = (1.0 - mu * dvn / speed.clamp_min(1e-12)).clamp_min(0.0)
-    out = surface_v + vn * normal + scale * tangential
-    return torch.where(hit, out, v)
-
-
-_NEAR = 0.01
-"""Margin (m, beyond the radius) within which a box counts as near a particle (the rope wakes up)."""
-
-
-def _near_boxes(colliders: Colliders | None, x: np.ndarray, radius: float) -> np.ndarray:
-    """(B, K): whether any particle of rope b comes within ``radius + _NEAR`` of box k (numpy)."""
-    if colliders is None or not len(colliders.half):
-        return np.zeros((len(x), 0), dtype=bool)
-    arm = x[:, None, :, :] - colliders.centre[:, :, None, :]  # (B, K, N, 3)
-    local = np.matmul(arm, colliders.rotation)
-    reach = colliders.half[None, :, None, :] + radius + _NEAR
-    return np.asarray((np.abs(local) <= reach).all(axis=-1).any(axis=-1))
-
-
-def _box_push(
-    x: torch.Tensor, colliders: Colliders, boxes: np.ndarray, r: float, slop: float = 0.0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """For boxes ``boxes``: the push (B, N, 3) out of every box a particle is inside (inflated by ``r``),
-    and per box (B, K, N, ...) the outward face normal, the box's velocity at the particle, and whether the
-    particle is within ``slop`` of the inflated box."""
-    c = torch.from_numpy(colliders.centre[:, boxes])  # (B, K, 3)
-    R = torch.from_numpy(colliders.rotation[:, boxes])  # (B, K, 3, 3)
-    half = torch.from_numpy(colliders.half[boxes] + r)[None, :, None, :]  # (1, K, 1, 3)
-    arm = x[:, None] - c[:, :, None]  # (B, K, N, 3)
-    local = torch.matmul(arm, R)
-    depth, axis = (half - local.abs()).min(-1, keepdim=True)  # > 0: inside along every axis; the nearest face
-    inside = (depth > -slop)[..., 0]  # (B, K, N)
-    sign = torch.where(local.gather(-1, axis) >= 0, 1.0, -1.0).to(x.dtype)
-    onehot = torch.zeros_like(local).scatter_(-1, axis, 1.0)
-    normal = torch.matmul(onehot * sign, R.transpose(-1, -2))
-    push = torch.where(depth > 0, normal * depth, 0.0).sum(1)
-    lin = torch.from_numpy(colliders.velocity[:, boxes])[:, :, None]
-    ang = torch.from_numpy(colliders.angular_velocity[:, boxes])[:, :, None]
-    vel = lin + torch.cross(ang.expand_as(arm), arm, dim=-1)
-    return push, normal, vel, inside
+# The cloth (solvers.pd.cloth) takes these from here.
+_box_push, _coulomb, _near_boxes, _table_friction = box_push, coulomb, near_boxes, table_friction
