@@ -3,6 +3,14 @@
 The same algorithm as :mod:`solvers.mpm.kernels` for plasticine: quadratic B-splines, APIC transfer, St.
 Venant-Kirchhoff on Hencky strain with a von Mises return mapping, the table (z <= 0, Coulomb 0.5), an
 axis-aligned plate (nearest-face contact, Coulomb 0.5) moving down at 5 cm/s, slip walls three cells in.
+The same arithmetic too: one stretch decomposition per particle and substep, four cyclic Jacobi sweeps on
+``F F^T`` (here 1.4x faster than a port with ``ti.svd``), ``F`` rescaled only when it yields, the APIC
+affine term accumulated per stencil axis.
+
+How it runs: one Taichi kernel call per substep (the plate height its argument), its four loops parallel
+over the CPU threads: clear the whole grid, P2G with atomic adds, update every node, G2P. The Warp side
+(``solvers.mpm``) runs one process per rollout, each on one thread, a substep being a serial kernel over
+the particles' bounding box of the grid (clear, P2G with plain adds, node update) and a G2P kernel.
 Taichi is passed in (imported by the caller), so importing this module needs no Taichi.
 """
 
