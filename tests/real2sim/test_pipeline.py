@@ -116,7 +116,8 @@ def test_deformables_get_particles_and_stay_out_of_mujoco(
     # The deformable is in the scene (its own solver next to MuJoCo), not in MuJoCo's model.
     assert [(o.name, o.kind) for o in result.scene.objects] == [("carton", "mpm"), ("blue_box", "rigid")]
     assert "carton" not in (tmp_path / "scene.xml").read_text()
-    assert result.world is not None and result.world.state().deformables["carton"].particles.shape == pts.shape
+    assert result.world is not None
+    assert result.world.state().deformables["carton"].particles.shape == pts.shape
     loaded = load_scene(tmp_path)
     assert [(o.name, o.kind) for o in loaded.objects] == [("carton", "mpm"), ("blue_box", "rigid")]
     assert np.array_equal(np.load(loaded.object("carton").particles), pts)
