@@ -41,6 +41,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
+from simpact.bench.calvin_parts import HOUSING, JOINT_GOALS, table_parts
 from simpact.calvin.scripted import Mover
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
@@ -91,6 +92,12 @@ TAIL_S = 0.5
 _HOLD_GRIP = 12
 """Control steps to wait after opening or closing the gripper."""
 _GRIP_OPEN = 0.06
+_TRAVEL = 0.1
+"""A displacement longer than this is a travel the robot catches up with, m."""
+_CAUGHT_UP = 0.01
+"""The tool centre point is at its target within this, m."""
+_CATCH_UP = 15
+"""Control steps at most to wait for it."""
 """A GRASP width at or above this opens CALVIN's (binary) gripper, below it closes it, m."""
 
 
@@ -116,14 +123,15 @@ def _wrap_half(a: float) -> float:
 
 # --- the scene ----------------------------------------------------------------------------------------------
 FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
-    "button": ((-0.16, -0.16, TABLE_Z), (-0.08, -0.08, 0.487)),
+    "button_housing": HOUSING,
     "cabinet_front": ((-0.44, 0.0, TABLE_Z), (0.44, 0.08, 0.52)),
     "cabinet_back": ((-0.44, 0.08, TABLE_Z), (0.44, 0.18, 0.65)),
 }
 """The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
-of the table's collision mesh: the LED button's housing, and the slanted front of the sliding cabinet in
-two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that would overlap a
-block (e.g. one in the cabinet's opening) is left out of that scene."""
+of the table's collision mesh: the LED button's housing (below its cap, a part), and the slanted front of
+the sliding cabinet in two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that
+would overlap a block (e.g. one in the cabinet's opening) is left out of that scene; so is a part
+(:data:`~simpact.bench.calvin_parts.PARTS`)."""
 
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
@@ -165,7 +173,8 @@ def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
 
 def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
     """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
-    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the fixed boxes, the robot."""
+    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
+    positions, the fixed boxes, the robot."""
     pb, cid = env.pb, env.cid
     seen = frame_blocks(env) if source == "frame" else {}
     if source not in ("frame", "ground_truth"):
@@ -191,6 +200,10 @@ def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
             )
         )
     spans = [_aabb(o) for o in objects]
+    for part in table_parts(env, to_scene):
+        lo, hi = _aabb(part)
+        if not any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
+            objects.append(part)
     for name, (low, high) in FIXED.items():
         lo, hi = to_scene(low), to_scene(high)
         if any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
@@ -287,6 +300,7 @@ def _goals() -> dict[str, GoalMaker]:
         out[f"rotate_{color}_block_right"] = lambda s, c=color: _rotate(c, -1.0, s)  # type: ignore[misc]
         out[f"rotate_{color}_block_left"] = lambda s, c=color: _rotate(c, 1.0, s)  # type: ignore[misc]
     out["unstack_block"] = _unstack
+    out.update(JOINT_GOALS)
     return out
 
 
@@ -309,10 +323,8 @@ UNSUPPORTED: dict[str, str] = {
     "slider and drawer are not in the scene",
     "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
     "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "move_slider_": "joint-position goals need the articulated table in MuJoCo, not built",
-    "open_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
-    "close_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
-    "turn_": "the button and switch (joint-position goals) need the articulated table in MuJoCo, not built",
+    "open_drawer": "the drawer lies below the table top, under the scene's table plane: not built",
+    "close_drawer": "the drawer lies below the table top, under the scene's table plane: not built",
 }
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
 
@@ -355,20 +367,27 @@ def subtask_task(task: str, instruction: str, scene: Scene) -> Task:
 
 
 # --- executing a plan in CALVIN ----------------------------------------------------------------------------
-def execute(env: Any, actions: Sequence[Mapping[str, Any]]) -> Mover:
+def execute(env: Any, actions: Sequence[Mapping[str, Any]], tilt: float = 0.0) -> Mover:
     """Step ``env`` through ``actions`` (symbolic, SIMPACT's vocabulary) from the current TCP pose: each
     becomes an absolute end-effector target in CALVIN's frame (displacements are the same in both frames,
     whose axes are parallel), reached in straight lines at the Mover's speed; GRASP below
-    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it."""
+    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it. After a travel
+    (a displacement over ``_TRAVEL``) the robot catches up with its target (:func:`_catch_up`). ``tilt``:
+    the hand's roll away from pointing down (rad; CALVIN's TCP stays where the plan puts it), see
+    :data:`TILT`."""
     m = Mover(env)
+    m.roll -= tilt
     for a in actions:
         kind = str(a["type"]).upper()
-        if kind in ("MOVE", "PUSH"):
-            dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
-            m.by([float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz], hold=0)
-        elif kind in ("LIFT", "DESCEND"):
-            dz = float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)
-            m.by([0.0, 0.0, dz], hold=0)
+        if kind in ("MOVE", "PUSH", "LIFT", "DESCEND"):
+            if kind in ("MOVE", "PUSH"):
+                dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
+                delta = [float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz]
+            else:
+                delta = [0.0, 0.0, float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)]
+            m.by(delta, hold=0)
+            if float(np.linalg.norm(delta)) > _TRAVEL:
+                _catch_up(env, m)
         elif kind == "ROTATE":
             m.by([0.0, 0.0, 0.0], yaw=m.yaw + float(a["dyaw"]), hold=0)
         elif kind == "GRASP":
@@ -378,6 +397,24 @@ def execute(env: Any, actions: Sequence[Mapping[str, Any]]) -> Mover:
         else:
             raise SimpactError(f"unknown action type {kind!r}")
     return m
+
+
+def _catch_up(env: Any, m: Mover) -> None:
+    """Hold the target until the tool centre point is within ``_CAUGHT_UP`` of it (at most ``_CATCH_UP``
+    control steps): at the Mover's speed CALVIN's arm trails a long travel by up to 0.1 m, and the next
+    motion (a descent beside a switch's knob) would start from there."""
+    for _ in range(_CATCH_UP):
+        tcp, _ = env.robot.tcp_pose()
+        if float(np.linalg.norm(np.asarray(tcp) - m.pos)) < _CAUGHT_UP:
+            return
+        m.by([0.0, 0.0, 0.0], hold=0)
+
+
+TILT = {"turn_on_lightbulb": 0.5, "turn_off_lightbulb": 0.8}
+"""Per-family hint of execution: the hand's roll from pointing down, rad (CALVIN's scripts' values). The
+switch's knob, high on the slanted panel 0.9 m from CALVIN's Panda base, is out of reach of a hand
+pointing down (SIMPACT's FR3 stands 0.20 m higher and reaches it), and a tilted hand's fingertips reach
+its face below the knob."""
 
 
 # --- the policy ---------------------------------------------------------------------------------------------
@@ -432,4 +469,6 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     best = result.proposals[result.best]
     actions = [a.to_dict() for a in best.plan.actions]
     LAST.update(score=round(best.score, 4), actions=actions)
-    execute(env, actions)
+    if task in TILT:
+        LAST["hint"] = f"hand tilted by {TILT[task]} rad in execution"
+    execute(env, actions, TILT.get(task, 0.0))

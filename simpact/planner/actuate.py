@@ -53,7 +53,7 @@ def actuate_builder(name: str, target: float) -> Builder:
         else:
             h = _unit(d)
             across = _perp(h)
-            xy = box.centre[:2] - h * (box.extent(h) + FINGER_FRONT + 0.005)
+            xy = box.centre[:2] - h * (box.extent(h) + FINGER_FRONT)  # the fingertips touching its face
             xy = xy + across * lateral * box.extent(np.array([across[0], across[1], 0.0]))
             path.turn_to(math.atan2(across[1], across[0]), f"fingers across the push of {name}")
             behind = xy - h * back
@@ -78,7 +78,7 @@ def actuate_primitive(name: str, target: float) -> Primitive:
         name,
         f"joint {target:.3f}",
         ("height", "lateral", "extra", "back"),
-        (0.2, -0.6, 0.0, 0.02),
-        (0.9, 0.6, 0.04, 0.08),
+        (0.3, -0.6, 0.0, 0.02),
+        (0.7, 0.6, 0.04, 0.08),
         actuate_builder(name, target),
     )
