@@ -63,7 +63,7 @@ def test_the_articulated_parts_are_in_the_scene_at_calvins_joint_positions(env) 
     env.reset(chain.robot_obs, chain.scene_obs)
     scene = cs.calvin_scene(env)
     state = MujocoWorld(scene).state()
-    for name, k in (("slider", 0), ("button", 2), ("switch", 3)):
+    for name, k in (("slider", 0), ("drawer", 1), ("button", 2), ("switch", 3)):
         part = scene.object(name)
         assert part.fixed and part.joint["type"] == "slide"
         assert part.joint["position"] == pytest.approx(chain.scene_obs[k], abs=1e-9)
@@ -71,6 +71,10 @@ def test_the_articulated_parts_are_in_the_scene_at_calvins_joint_positions(env) 
     assert cs.to_calvin(scene.object("slider").position)[0] == pytest.approx(0.04 - chain.scene_obs[0])
     cap, housing = scene.object("button"), scene.object("button_housing")
     assert cap.position[2] - cap.size[2] / 2 == pytest.approx(housing.position[2] + housing.size[2] / 2)
+    # the drawer's handle lies under the table top: its scenes open the table's front
+    assert cs.to_calvin(scene.object("drawer").position)[2] < cs.TABLE_Z
+    opened = cs.calvin_scene(env, open_front=True)
+    assert opened.table_size == (0.05, 0.05) and "table_top" in {o.name for o in opened.objects}
 
 
 def test_scene_from_the_frame_matches_the_ground_truth(env) -> None:
@@ -135,8 +139,9 @@ def test_goals_per_family() -> None:
     assert cs.goal_for("turn_off_led", scene) == [{"joint_at": {"object": "button", "above": 0.01}}]
     assert cs.goal_for("turn_on_lightbulb", scene) == [{"joint_at": {"object": "switch", "above": 0.044}}]
     assert cs.goal_for("turn_off_lightbulb", scene) == [{"joint_at": {"object": "switch", "below": 0.044}}]
-    unsupported = ("open_drawer", "close_drawer", "stack_block", "place_in_drawer",
-                   "lift_red_block_drawer", "push_into_drawer")  # fmt: skip
+    assert cs.goal_for("open_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": 0.12}}]
+    assert cs.goal_for("close_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": -0.12}}]
+    unsupported = ("stack_block", "place_in_drawer", "lift_red_block_drawer", "push_into_drawer")
     for task in unsupported:
         with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
             cs.goal_for(task, scene)
@@ -180,7 +185,14 @@ def test_rotate_blue_block_right_end_to_end(env) -> None:
 
 @pytest.mark.parametrize(
     ("index", "task"),
-    [(12, "move_slider_left"), (21, "move_slider_right"), (13, "turn_on_led"), (28, "turn_off_lightbulb")],
+    [
+        (12, "move_slider_left"),
+        (21, "move_slider_right"),
+        (13, "turn_on_led"),
+        (28, "turn_off_lightbulb"),
+        (4, "open_drawer"),
+        (0, "close_drawer"),  # chain 0 starts with the drawer open (0.22)
+    ],
 )
 def test_joint_families_end_to_end(env, index: int, task: str) -> None:
     """A chain starting with a slider, button or switch subtask: the ``actuate`` primitive, planned in
@@ -188,10 +200,8 @@ def test_joint_families_end_to_end(env, index: int, task: str) -> None:
     from simpact.calvin.evaluate import evaluate_chain
 
     chain = CHAINS[index]
-    assert chain.sequence[0] == task
-    record = evaluate_chain(
-        env, dataclasses.replace(chain, sequence=chain.sequence[:1]), MODES["simpact-offline"]
-    )
+    assert chain.sequence[0] == task or task == "close_drawer"
+    record = evaluate_chain(env, dataclasses.replace(chain, sequence=(task,)), MODES["simpact-offline"])
     assert record["completed"] == 1, record
     assert record["subtasks"][0]["policy"]["planner_success"] is True
     assert cs.LAST["family"] == task
@@ -200,10 +210,9 @@ def test_joint_families_end_to_end(env, index: int, task: str) -> None:
 def test_unsupported_family_fails_the_subtask(env) -> None:
     from simpact.calvin.evaluate import evaluate_chain
 
-    chain = CHAINS[4]  # open_drawer first
-    assert chain.sequence[0] == "open_drawer"
+    chain = dataclasses.replace(CHAINS[4], sequence=("push_into_drawer", "open_drawer"))
     record = evaluate_chain(env, chain, MODES["simpact-offline"])
     assert record["completed"] == 0
-    assert "open_drawer unsupported" in record["subtasks"][0]["policy_error"]
+    assert "push_into_drawer unsupported" in record["subtasks"][0]["policy_error"]
     assert record["subtasks"][0]["steps"] == 0
-    assert record["subtasks"][0]["policy"]["family"] == "open_drawer"
+    assert record["subtasks"][0]["policy"]["family"] == "push_into_drawer"

@@ -15,6 +15,11 @@ now (``scene_obs``). Each part is the piece the hand touches, its box at its cur
   0..0.02. Its housing (:data:`HOUSING`) is lowered to the cap's bottom.
 * ``switch``: the lightbulb switch's knob, x 0.24..0.36, y 0.045..0.10, z 0.585..0.628 at q = 0.088;
   joint ``base__switch`` along (0, 0.5, 0.866) (up its slanted slot), 0..0.088.
+* ``drawer``: the drawer's handle bar, x 0.058..0.302, z 0.34..0.381 (below the table top), y from
+  -0.262 - q to -0.24 - q, 5.8 cm in front of the drawer's front (which is not in the scene: the bar is
+  what the hand pushes, from that gap to open it, from in front to close it); joint ``base__drawer``
+  along -y, 0..0.22. Under the table top, it needs the scene's table open in front of CALVIN's table
+  (:data:`TABLE_BOX`).
 
 CALVIN's joints are held by 4 N motors (velocity motors acting as friction on the doors and the switch, a
 position motor returning the button to 0): here ``frictionloss`` 4 N on each, and no return spring for the
@@ -35,7 +40,7 @@ import numpy as np
 
 from simpact.core.scene import Scene, SceneObject
 
-__all__ = ["HOUSING", "JOINT_GOALS", "PARTS", "Part", "table_parts"]
+__all__ = ["DRAWER_TASKS", "HOUSING", "JOINT_GOALS", "PARTS", "TABLE_BOX", "Part", "table_parts"]
 
 Box = tuple[tuple[float, float, float], tuple[float, float, float]]
 
@@ -81,10 +86,24 @@ PARTS: dict[str, Part] = {
         0.088,
         0.2,
     ),
+    "drawer": Part(
+        "base__drawer",
+        (0.0, -1.0, 0.0),
+        (0.0, 0.22),
+        ((0.058, -0.262, 0.34), (0.302, -0.24, 0.381)),
+        0.0,
+        1.0,
+    ),
 }
 """Part name in the scene → its joint and geometry (see the module docstring)."""
 HOUSING: Box = ((-0.16, -0.16, 0.44), (-0.08, -0.08, 0.457))
 """The button's housing below its cap, CALVIN frame (m)."""
+TABLE_BOX: Box = ((-0.44, -0.182, 0.39), (0.44, 0.30, 0.44))
+"""CALVIN's table top as a fixed box (CALVIN frame, m) for the scenes of :data:`DRAWER_TASKS`, whose
+table plane is shrunk away: the scene's table is centred on the robot base's y and would cover the drawer
+under CALVIN's front edge (y = -0.182)."""
+DRAWER_TASKS = ("open_drawer", "close_drawer")
+"""Subtasks planned with the table open in front (:data:`TABLE_BOX`)."""
 _FRICTION = 4.0
 """CALVIN's joint motors' force, N (here the joints' friction)."""
 
@@ -135,7 +154,10 @@ JOINT_GOALS: dict[str, Callable[[Scene], list[dict[str, Any]]]] = {
     "turn_off_led": _past("button", "above", 0.01),
     "turn_on_lightbulb": _past("switch", "above", 0.044),
     "turn_off_lightbulb": _past("switch", "below", 0.044),
+    "open_drawer": _moved("drawer", 0.12),
+    "close_drawer": _moved("drawer", -0.12),
 }
 """CALVIN subtask → ``joint_at`` goals with CALVIN's own thresholds: the slider's joint changed by more
 than +-0.15 m (left: +); the button pressed past half its travel (0.01 m), which toggles the LED whichever
-way; the switch past / short of half its travel (0.044 m), which turns the lightbulb on / off."""
+way; the switch past / short of half its travel (0.044 m), which turns the lightbulb on / off; the
+drawer's joint changed by more than +-0.12 m (open: +)."""

@@ -41,7 +41,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
-from simpact.bench.calvin_parts import HOUSING, JOINT_GOALS, table_parts
+from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, table_parts
 from simpact.calvin.scripted import Mover
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
@@ -171,10 +171,12 @@ def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
     return centre - half, centre + half
 
 
-def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
+def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = False) -> Scene:
     """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
     (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
-    positions, the fixed boxes, the robot."""
+    positions, the fixed boxes, the robot. ``open_front``: CALVIN's table top is a fixed box
+    (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a 5 cm square
+    behind the robot, so the drawer under the table's front edge is free to reach."""
     pb, cid = env.pb, env.cid
     seen = frame_blocks(env) if source == "frame" else {}
     if source not in ("frame", "ground_truth"):
@@ -226,7 +228,19 @@ def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
         _wrap_half(float(euler[2]) - YAW_OFFSET),
         float(np.clip(width, 0.0, 0.08)),
     )
-    return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
+    if not open_front:
+        return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
+    lo, hi = to_scene(TABLE_BOX[0]), to_scene(TABLE_BOX[1])
+    top = SceneObject(
+        name="table_top",
+        shape="box",
+        size=tuple(float(v) for v in hi - lo),
+        position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
+        fixed=True,
+        friction=0.7,
+        rgba=(0.76, 0.66, 0.52, 1.0),
+    )
+    return Scene((*objects, top), robot, table_size=(0.05, 0.05), table_friction=0.7)
 
 
 # --- goals per family ---------------------------------------------------------------------------------------
@@ -323,8 +337,6 @@ UNSUPPORTED: dict[str, str] = {
     "slider and drawer are not in the scene",
     "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
     "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "open_drawer": "the drawer lies below the table top, under the scene's table plane: not built",
-    "close_drawer": "the drawer lies below the table top, under the scene's table plane: not built",
 }
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
 
@@ -442,9 +454,10 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
-    scene = calvin_scene(env, SCENE_SOURCE)
+    open_front = task in DRAWER_TASKS
+    scene = calvin_scene(env, SCENE_SOURCE, open_front)
     if SCENE_SOURCE == "frame":
-        truth = calvin_scene(env, "ground_truth")
+        truth = calvin_scene(env, "ground_truth", open_front)
         LAST["ground_truth_blocks"] = [
             o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
         ]

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from simpact.planner.primitives import FINGER_FRONT, Builder, Context, Primitive, _Path, _perp, _unit
+from simpact.planner.primitives import FINGER_FRONT, MIN_Z, Builder, Context, Primitive, _Path, _perp, _unit
 
 __all__ = ["actuate_builder", "actuate_primitive"]
 
@@ -58,17 +58,29 @@ def actuate_builder(name: str, target: float) -> Builder:
             path.turn_to(math.atan2(across[1], across[0]), f"fingers across the push of {name}")
             behind = xy - h * back
             path.move_to(behind[0], behind[1], reason=f"behind {name}")
-            path.to_z(box.bottom + height * (box.top - box.bottom), f"down beside {name}")
+            z = box.bottom + height * (box.top - box.bottom)
+            if z >= MIN_Z:
+                path.to_z(z, f"down beside {name}")
+            else:  # below the table plane (a drawer's handle under the table top)
+                _by(path, np.array([0.0, 0.0, z - path.p[2]]), f"down beside {name}")
             path.move_to(xy[0], xy[1], reason=f"fingertips onto {name}")
-        p = path.p.copy()
-        end = p + d * dist
-        path.move_to(end[0], end[1], end[2], f"push {name} along its joint")
-        back_off = end - d * _BACK_OFF
-        path.move_to(back_off[0], back_off[1], back_off[2], f"off {name}")
+        _by(path, d * dist, f"push {name} along its joint")
+        _by(path, -d * _BACK_OFF, f"off {name}")
         path.to_z(max(path.p[2] + 0.05, ctx.safe_z), "rise clear")
         return path
 
     return build
+
+
+def _by(path: _Path, delta: np.ndarray, reason: str) -> None:
+    """Move the tool by ``delta`` (m) in straight MOVE steps, to heights below the table plane too (a part
+    under a table top: a drawer's handle)."""
+    n = max(1, math.ceil(float(np.abs(delta).max()) / 0.45))
+    if float(np.abs(delta).max()) < 1e-4:
+        return
+    for _ in range(n):
+        path._add("MOVE", reason, dx=delta[0] / n, dy=delta[1] / n, dz=delta[2] / n)
+    path.p = path.p + delta
 
 
 def actuate_primitive(name: str, target: float) -> Primitive:
