@@ -11,8 +11,10 @@ For each subtask, from the environment's current state (the robot is never reset
    FR3 base stands at the scene origin on the table plane, so it is 0.20 m higher than CALVIN's Panda
    base; the tool centre point is where CALVIN's is. The hand's yaw: CALVIN's fingers close along y at yaw
    0, SIMPACT's open along x, so ``simpact = calvin - pi/2``. The table's fixed parts near the workspace
-   are fixed boxes (:data:`FIXED`: the button's housing, the sliding cabinet's slanted front); the doors,
-   drawer and switch are not in the scene.
+   are fixed boxes (:data:`FIXED`: the button's housing, the sliding cabinet's slanted front); its
+   articulated parts (the sliding door's handle, the drawer's handle bar, the button's cap, the switch's
+   knob) are slide-jointed scene objects at CALVIN's joint positions (:mod:`simpact.bench.calvin_parts`).
+   The drawer's subtasks replace the table plane by a box of CALVIN's table top, open in front.
 2. **Goal.** The subtask's success condition as goal predicates (:data:`GOALS`): privileged, as the goal
    the planner scores rollouts with is the benchmark's own condition.
 3. **Plan.** The no-skeleton tree planner (:func:`simpact.planner.tree.plan_tree`, small budget) in a
@@ -21,12 +23,13 @@ For each subtask, from the environment's current state (the robot is never reset
    frame (:func:`execute`), stepped through CALVIN's absolute action interface (its IK, 30 Hz) by the
    scripted :class:`~simpact.calvin.scripted.Mover`. CALVIN's own check judges, in the evaluation wrapper.
 
-Families with no goal here raise :class:`Unsupported` (the subtask fails; its record's ``policy_error``
-names the family and why): see :data:`UNSUPPORTED`. The mode is privileged (:data:`PRIVILEGED`: the
-ground-truth goal, ground-truth masks, ground-truth poses of unseen blocks) and needs the rebuild back-end
-(it reads the simulator). The episode records say what the evaluation wrapper records; what this mode
-planned for the last subtask (scene source, unseen blocks, perception error, planner verdict, actions) is in
-:data:`LAST`.
+Per-family hints (listed in each subtask's record as ``hint``): the switch's subtasks are executed with
+the hand tilted (:data:`TILT`). Families with no goal here raise :class:`Unsupported` (the subtask fails;
+its record's ``policy_error`` names the family and why): see :data:`UNSUPPORTED`. The mode is privileged
+(:data:`PRIVILEGED`: the ground-truth goal, ground-truth masks, ground-truth poses of unseen blocks) and
+needs the rebuild back-end (it reads the simulator). The episode records say what the evaluation wrapper
+records; what this mode planned for the last subtask (scene source, unseen blocks, perception error,
+planner verdict, actions) is in :data:`LAST`.
 """
 
 from __future__ import annotations
