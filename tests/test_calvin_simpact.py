@@ -216,3 +216,21 @@ def test_unsupported_family_fails_the_subtask(env) -> None:
     assert "push_into_drawer unsupported" in record["subtasks"][0]["policy_error"]
     assert record["subtasks"][0]["steps"] == 0
     assert record["subtasks"][0]["policy"]["family"] == "push_into_drawer"
+
+
+def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None:
+    """CALVIN's check stops a tilted switch execution where it succeeds; the next subtask first turns the
+    hand down and backs off, so SIMPACT's FR3 can start where CALVIN's tool is."""
+    from simpact.calvin.scripted import Mover
+
+    chain = CHAINS[28]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    m = Mover(env)
+    m.roll -= cs.TILT["turn_off_lightbulb"]
+    m.by([0.0, 0.0, 0.0], hold=10)
+    before, euler = env.robot.tcp_pose()
+    assert abs(abs(euler[0]) - np.pi) > 0.5
+    cs._untilt(env)
+    after, euler = env.robot.tcp_pose()
+    assert abs(abs(euler[0]) - np.pi) < 0.05
+    assert after[1] < before[1] - 0.08

@@ -101,6 +101,8 @@ _CAUGHT_UP = 0.01
 """The tool centre point is at its target within this, m."""
 _CATCH_UP = 15
 """Control steps at most to wait for it."""
+_UNTILT = (0.0, -0.10, 0.0)
+"""How far a hand left tilted moves back toward the robot as it turns to point down again, m."""
 """A GRASP width at or above this opens CALVIN's (binary) gripper, below it closes it, m."""
 
 
@@ -414,6 +416,18 @@ def execute(env: Any, actions: Sequence[Mapping[str, Any]], tilt: float = 0.0) -
     return m
 
 
+def _untilt(env: Any) -> None:
+    """A hand left tilted (CALVIN's check stopped a tilted execution, :data:`TILT`) points down again,
+    ``_UNTILT`` back toward the robot: the scene of the next subtask starts SIMPACT's FR3 at this pose, and
+    the tilted one lies up to 6 mm beyond its reach with the hand pointing down."""
+    _, euler = env.robot.tcp_pose()
+    off_down = abs((float(euler[0]) % (2 * math.pi)) - math.pi) + abs(float(euler[1]))
+    if off_down > 0.1:
+        m = Mover(env)
+        m.by(_UNTILT, hold=0)
+        _catch_up(env, m)
+
+
 def _catch_up(env: Any, m: Mover) -> None:
     """Hold the target until the tool centre point is within ``_CAUGHT_UP`` of it (at most ``_CATCH_UP``
     control steps): at the Mover's speed CALVIN's arm trails a long travel by up to 0.1 m, and the next
@@ -457,6 +471,7 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
+    _untilt(env)
     open_front = task in DRAWER_TASKS
     scene = calvin_scene(env, SCENE_SOURCE, open_front)
     if SCENE_SOURCE == "frame":
