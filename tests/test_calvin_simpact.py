@@ -48,9 +48,33 @@ def test_scene_of_chain0_matches_its_observations(env) -> None:
     assert np.allclose(cs.to_calvin(cs.to_scene(chain.robot_obs[:3])), chain.robot_obs[:3])
     # blocks in the cabinet's opening: its boxes would overlap them and are left out; the button stays
     names = {o.name for o in scene.objects}
-    assert "button" in names and "cabinet_front" not in names and "cabinet_back" not in names
+    assert "button_housing" in names and "cabinet_front" not in names and "cabinet_back" not in names
     # CALVIN's yaw 1.5 (fingers closing along x) is SIMPACT's yaw about 0
     assert abs(scene.robot.yaw - (chain.robot_obs[5] - np.pi / 2)) < 1e-6
+
+
+def test_the_articulated_parts_are_in_the_scene_at_calvins_joint_positions(env) -> None:
+    """Chain 0: slider 0.28 (left), button 0, switch 0.088 (on); the parts' joints in the MuJoCo world of
+    the scene are CALVIN's, the slider's handle at x = 0.04 - q (CALVIN frame), the button's cap above its
+    housing."""
+    from solvers.mujoco.world import MujocoWorld
+
+    chain = CHAINS[0]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    scene = cs.calvin_scene(env)
+    state = MujocoWorld(scene).state()
+    for name, k in (("slider", 0), ("drawer", 1), ("button", 2), ("switch", 3)):
+        part = scene.object(name)
+        assert part.fixed and part.joint["type"] == "slide"
+        assert part.joint["position"] == pytest.approx(chain.scene_obs[k], abs=1e-9)
+        assert state.objects[name].joint == pytest.approx(chain.scene_obs[k], abs=1e-4), name
+    assert cs.to_calvin(scene.object("slider").position)[0] == pytest.approx(0.04 - chain.scene_obs[0])
+    cap, housing = scene.object("button"), scene.object("button_housing")
+    assert cap.position[2] - cap.size[2] / 2 == pytest.approx(housing.position[2] + housing.size[2] / 2)
+    # the drawer's handle lies under the table top: its scenes open the table's front
+    assert cs.to_calvin(scene.object("drawer").position)[2] < cs.TABLE_Z
+    opened = cs.calvin_scene(env, open_front=True)
+    assert opened.table_size == (0.05, 0.05) and "table_top" in {o.name for o in opened.objects}
 
 
 def test_scene_from_the_frame_matches_the_ground_truth(env) -> None:
@@ -110,8 +134,14 @@ def test_goals_per_family() -> None:
         }
     ]
     assert cs.goal_for("rotate_pink_block_right", scene)[0]["turned"]["direction"] == "cw"
-    unsupported = ("open_drawer", "turn_on_led", "stack_block", "place_in_drawer",
-                   "lift_red_block_drawer", "move_slider_left", "push_into_drawer")  # fmt: skip
+    assert cs.goal_for("move_slider_left", scene) == [{"joint_at": {"object": "slider", "moved": 0.15}}]
+    assert cs.goal_for("move_slider_right", scene) == [{"joint_at": {"object": "slider", "moved": -0.15}}]
+    assert cs.goal_for("turn_off_led", scene) == [{"joint_at": {"object": "button", "above": 0.01}}]
+    assert cs.goal_for("turn_on_lightbulb", scene) == [{"joint_at": {"object": "switch", "above": 0.044}}]
+    assert cs.goal_for("turn_off_lightbulb", scene) == [{"joint_at": {"object": "switch", "below": 0.044}}]
+    assert cs.goal_for("open_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": 0.12}}]
+    assert cs.goal_for("close_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": -0.12}}]
+    unsupported = ("stack_block", "place_in_drawer", "lift_red_block_drawer", "push_into_drawer")
     for task in unsupported:
         with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
             cs.goal_for(task, scene)
@@ -153,13 +183,54 @@ def test_rotate_blue_block_right_end_to_end(env) -> None:
     assert any(a["type"] == "ROTATE" and a["dyaw"] < -1.0 for a in cs.LAST["actions"])
 
 
+@pytest.mark.parametrize(
+    ("index", "task"),
+    [
+        (12, "move_slider_left"),
+        (21, "move_slider_right"),
+        (13, "turn_on_led"),
+        (28, "turn_off_lightbulb"),
+        (4, "open_drawer"),
+        (0, "close_drawer"),  # chain 0 starts with the drawer open (0.22)
+    ],
+)
+def test_joint_families_end_to_end(env, index: int, task: str) -> None:
+    """A chain starting with a slider, button or switch subtask: the ``actuate`` primitive, planned in
+    SIMPACT's world of the scene with the part's joint goal, moves the part in CALVIN past its check."""
+    from simpact.calvin.evaluate import evaluate_chain
+
+    chain = CHAINS[index]
+    assert chain.sequence[0] == task or task == "close_drawer"
+    record = evaluate_chain(env, dataclasses.replace(chain, sequence=(task,)), MODES["simpact-offline"])
+    assert record["completed"] == 1, record
+    assert record["subtasks"][0]["policy"]["planner_success"] is True
+    assert cs.LAST["family"] == task
+
+
 def test_unsupported_family_fails_the_subtask(env) -> None:
     from simpact.calvin.evaluate import evaluate_chain
 
-    chain = CHAINS[4]  # open_drawer first
-    assert chain.sequence[0] == "open_drawer"
+    chain = dataclasses.replace(CHAINS[4], sequence=("push_into_drawer", "open_drawer"))
     record = evaluate_chain(env, chain, MODES["simpact-offline"])
     assert record["completed"] == 0
-    assert "open_drawer unsupported" in record["subtasks"][0]["policy_error"]
+    assert "push_into_drawer unsupported" in record["subtasks"][0]["policy_error"]
     assert record["subtasks"][0]["steps"] == 0
-    assert record["subtasks"][0]["policy"]["family"] == "open_drawer"
+    assert record["subtasks"][0]["policy"]["family"] == "push_into_drawer"
+
+
+def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None:
+    """CALVIN's check stops a tilted switch execution where it succeeds; the next subtask first turns the
+    hand down and backs off, so SIMPACT's FR3 can start where CALVIN's tool is."""
+    from simpact.calvin.scripted import Mover
+
+    chain = CHAINS[28]
+    env.reset(chain.robot_obs, chain.scene_obs)
+    m = Mover(env)
+    m.roll -= cs.TILT["turn_off_lightbulb"]
+    m.by([0.0, 0.0, 0.0], hold=10)
+    before, euler = env.robot.tcp_pose()
+    assert abs(abs(euler[0]) - np.pi) > 0.5
+    cs._untilt(env)
+    after, euler = env.robot.tcp_pose()
+    assert abs(abs(euler[0]) - np.pi) < 0.05
+    assert after[1] < before[1] - 0.08

@@ -11,8 +11,10 @@ For each subtask, from the environment's current state (the robot is never reset
    FR3 base stands at the scene origin on the table plane, so it is 0.20 m higher than CALVIN's Panda
    base; the tool centre point is where CALVIN's is. The hand's yaw: CALVIN's fingers close along y at yaw
    0, SIMPACT's open along x, so ``simpact = calvin - pi/2``. The table's fixed parts near the workspace
-   are fixed boxes (:data:`FIXED`: the button's housing, the sliding cabinet's slanted front); the doors,
-   drawer and switch are not in the scene.
+   are fixed boxes (:data:`FIXED`: the button's housing, the sliding cabinet's slanted front); its
+   articulated parts (the sliding door's handle, the drawer's handle bar, the button's cap, the switch's
+   knob) are slide-jointed scene objects at CALVIN's joint positions (:mod:`simpact.bench.calvin_parts`).
+   The drawer's subtasks replace the table plane by a box of CALVIN's table top, open in front.
 2. **Goal.** The subtask's success condition as goal predicates (:data:`GOALS`): privileged, as the goal
    the planner scores rollouts with is the benchmark's own condition.
 3. **Plan.** The no-skeleton tree planner (:func:`simpact.planner.tree.plan_tree`, small budget) in a
@@ -21,12 +23,13 @@ For each subtask, from the environment's current state (the robot is never reset
    frame (:func:`execute`), stepped through CALVIN's absolute action interface (its IK, 30 Hz) by the
    scripted :class:`~simpact.calvin.scripted.Mover`. CALVIN's own check judges, in the evaluation wrapper.
 
-Families with no goal here raise :class:`Unsupported` (the subtask fails; its record's ``policy_error``
-names the family and why): see :data:`UNSUPPORTED`. The mode is privileged (:data:`PRIVILEGED`: the
-ground-truth goal, ground-truth masks, ground-truth poses of unseen blocks) and needs the rebuild back-end
-(it reads the simulator). The episode records say what the evaluation wrapper records; what this mode
-planned for the last subtask (scene source, unseen blocks, perception error, planner verdict, actions) is in
-:data:`LAST`.
+Per-family hints (listed in each subtask's record as ``hint``): the switch's subtasks are executed with
+the hand tilted (:data:`TILT`). Families with no goal here raise :class:`Unsupported` (the subtask fails;
+its record's ``policy_error`` names the family and why): see :data:`UNSUPPORTED`. The mode is privileged
+(:data:`PRIVILEGED`: the ground-truth goal, ground-truth masks, ground-truth poses of unseen blocks) and
+needs the rebuild back-end (it reads the simulator). The episode records say what the evaluation wrapper
+records; what this mode planned for the last subtask (scene source, unseen blocks, perception error,
+planner verdict, actions) is in :data:`LAST`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
+from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, table_parts
 from simpact.calvin.scripted import Mover
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
@@ -91,6 +95,14 @@ TAIL_S = 0.5
 _HOLD_GRIP = 12
 """Control steps to wait after opening or closing the gripper."""
 _GRIP_OPEN = 0.06
+_TRAVEL = 0.1
+"""A displacement longer than this is a travel the robot catches up with, m."""
+_CAUGHT_UP = 0.01
+"""The tool centre point is at its target within this, m."""
+_CATCH_UP = 15
+"""Control steps at most to wait for it."""
+_UNTILT = (0.0, -0.10, 0.0)
+"""How far a hand left tilted moves back toward the robot as it turns to point down again, m."""
 """A GRASP width at or above this opens CALVIN's (binary) gripper, below it closes it, m."""
 
 
@@ -116,14 +128,15 @@ def _wrap_half(a: float) -> float:
 
 # --- the scene ----------------------------------------------------------------------------------------------
 FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
-    "button": ((-0.16, -0.16, TABLE_Z), (-0.08, -0.08, 0.487)),
+    "button_housing": HOUSING,
     "cabinet_front": ((-0.44, 0.0, TABLE_Z), (0.44, 0.08, 0.52)),
     "cabinet_back": ((-0.44, 0.08, TABLE_Z), (0.44, 0.18, 0.65)),
 }
 """The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
-of the table's collision mesh: the LED button's housing, and the slanted front of the sliding cabinet in
-two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that would overlap a
-block (e.g. one in the cabinet's opening) is left out of that scene."""
+of the table's collision mesh: the LED button's housing (below its cap, a part), and the slanted front of
+the sliding cabinet in two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that
+would overlap a block (e.g. one in the cabinet's opening) is left out of that scene; so is a part
+(:data:`~simpact.bench.calvin_parts.PARTS`)."""
 
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
@@ -163,9 +176,12 @@ def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
     return centre - half, centre + half
 
 
-def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
+def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = False) -> Scene:
     """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
-    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the fixed boxes, the robot."""
+    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
+    positions, the fixed boxes, the robot. ``open_front``: CALVIN's table top is a fixed box
+    (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a 5 cm square
+    behind the robot, so the drawer under the table's front edge is free to reach."""
     pb, cid = env.pb, env.cid
     seen = frame_blocks(env) if source == "frame" else {}
     if source not in ("frame", "ground_truth"):
@@ -191,6 +207,10 @@ def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
             )
         )
     spans = [_aabb(o) for o in objects]
+    for part in table_parts(env, to_scene):
+        lo, hi = _aabb(part)
+        if not any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
+            objects.append(part)
     for name, (low, high) in FIXED.items():
         lo, hi = to_scene(low), to_scene(high)
         if any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
@@ -213,7 +233,19 @@ def calvin_scene(env: Any, source: str = "ground_truth") -> Scene:
         _wrap_half(float(euler[2]) - YAW_OFFSET),
         float(np.clip(width, 0.0, 0.08)),
     )
-    return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
+    if not open_front:
+        return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
+    lo, hi = to_scene(TABLE_BOX[0]), to_scene(TABLE_BOX[1])
+    top = SceneObject(
+        name="table_top",
+        shape="box",
+        size=tuple(float(v) for v in hi - lo),
+        position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
+        fixed=True,
+        friction=0.7,
+        rgba=(0.76, 0.66, 0.52, 1.0),
+    )
+    return Scene((*objects, top), robot, table_size=(0.05, 0.05), table_friction=0.7)
 
 
 # --- goals per family ---------------------------------------------------------------------------------------
@@ -287,6 +319,7 @@ def _goals() -> dict[str, GoalMaker]:
         out[f"rotate_{color}_block_right"] = lambda s, c=color: _rotate(c, -1.0, s)  # type: ignore[misc]
         out[f"rotate_{color}_block_left"] = lambda s, c=color: _rotate(c, 1.0, s)  # type: ignore[misc]
     out["unstack_block"] = _unstack
+    out.update(JOINT_GOALS)
     return out
 
 
@@ -309,10 +342,6 @@ UNSUPPORTED: dict[str, str] = {
     "slider and drawer are not in the scene",
     "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
     "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "move_slider_": "joint-position goals need the articulated table in MuJoCo, not built",
-    "open_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
-    "close_drawer": "joint-position goals need the articulated table in MuJoCo, not built",
-    "turn_": "the button and switch (joint-position goals) need the articulated table in MuJoCo, not built",
 }
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
 
@@ -355,20 +384,27 @@ def subtask_task(task: str, instruction: str, scene: Scene) -> Task:
 
 
 # --- executing a plan in CALVIN ----------------------------------------------------------------------------
-def execute(env: Any, actions: Sequence[Mapping[str, Any]]) -> Mover:
+def execute(env: Any, actions: Sequence[Mapping[str, Any]], tilt: float = 0.0) -> Mover:
     """Step ``env`` through ``actions`` (symbolic, SIMPACT's vocabulary) from the current TCP pose: each
     becomes an absolute end-effector target in CALVIN's frame (displacements are the same in both frames,
     whose axes are parallel), reached in straight lines at the Mover's speed; GRASP below
-    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it."""
+    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it. After a travel
+    (a displacement over ``_TRAVEL``) the robot catches up with its target (:func:`_catch_up`). ``tilt``:
+    the hand's roll away from pointing down (rad; CALVIN's TCP stays where the plan puts it), see
+    :data:`TILT`."""
     m = Mover(env)
+    m.roll -= tilt
     for a in actions:
         kind = str(a["type"]).upper()
-        if kind in ("MOVE", "PUSH"):
-            dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
-            m.by([float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz], hold=0)
-        elif kind in ("LIFT", "DESCEND"):
-            dz = float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)
-            m.by([0.0, 0.0, dz], hold=0)
+        if kind in ("MOVE", "PUSH", "LIFT", "DESCEND"):
+            if kind in ("MOVE", "PUSH"):
+                dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
+                delta = [float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz]
+            else:
+                delta = [0.0, 0.0, float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)]
+            m.by(delta, hold=0)
+            if float(np.linalg.norm(delta)) > _TRAVEL:
+                _catch_up(env, m)
         elif kind == "ROTATE":
             m.by([0.0, 0.0, 0.0], yaw=m.yaw + float(a["dyaw"]), hold=0)
         elif kind == "GRASP":
@@ -378,6 +414,36 @@ def execute(env: Any, actions: Sequence[Mapping[str, Any]]) -> Mover:
         else:
             raise SimpactError(f"unknown action type {kind!r}")
     return m
+
+
+def _untilt(env: Any) -> None:
+    """A hand left tilted (CALVIN's check stopped a tilted execution, :data:`TILT`) points down again,
+    ``_UNTILT`` back toward the robot: the scene of the next subtask starts SIMPACT's FR3 at this pose, and
+    the tilted one lies up to 6 mm beyond its reach with the hand pointing down."""
+    _, euler = env.robot.tcp_pose()
+    off_down = abs((float(euler[0]) % (2 * math.pi)) - math.pi) + abs(float(euler[1]))
+    if off_down > 0.1:
+        m = Mover(env)
+        m.by(_UNTILT, hold=0)
+        _catch_up(env, m)
+
+
+def _catch_up(env: Any, m: Mover) -> None:
+    """Hold the target until the tool centre point is within ``_CAUGHT_UP`` of it (at most ``_CATCH_UP``
+    control steps): at the Mover's speed CALVIN's arm trails a long travel by up to 0.1 m, and the next
+    motion (a descent beside a switch's knob) would start from there."""
+    for _ in range(_CATCH_UP):
+        tcp, _ = env.robot.tcp_pose()
+        if float(np.linalg.norm(np.asarray(tcp) - m.pos)) < _CAUGHT_UP:
+            return
+        m.by([0.0, 0.0, 0.0], hold=0)
+
+
+TILT = {"turn_on_lightbulb": 0.5, "turn_off_lightbulb": 0.8}
+"""Per-family hint of execution: the hand's roll from pointing down, rad (CALVIN's scripts' values). The
+switch's knob, high on the slanted panel 0.9 m from CALVIN's Panda base, is out of reach of a hand
+pointing down (SIMPACT's FR3 stands 0.20 m higher and reaches it), and a tilted hand's fingertips reach
+its face below the knob."""
 
 
 # --- the policy ---------------------------------------------------------------------------------------------
@@ -405,9 +471,11 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
-    scene = calvin_scene(env, SCENE_SOURCE)
+    _untilt(env)
+    open_front = task in DRAWER_TASKS
+    scene = calvin_scene(env, SCENE_SOURCE, open_front)
     if SCENE_SOURCE == "frame":
-        truth = calvin_scene(env, "ground_truth")
+        truth = calvin_scene(env, "ground_truth", open_front)
         LAST["ground_truth_blocks"] = [
             o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
         ]
@@ -432,4 +500,6 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     best = result.proposals[result.best]
     actions = [a.to_dict() for a in best.plan.actions]
     LAST.update(score=round(best.score, 4), actions=actions)
-    execute(env, actions)
+    if task in TILT:
+        LAST["hint"] = f"hand tilted by {TILT[task]} rad in execution"
+    execute(env, actions, TILT.get(task, 0.0))

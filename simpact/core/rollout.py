@@ -34,21 +34,26 @@ def _round(values: np.ndarray, digits: int = 5) -> list[float]:
 
 @dataclass(frozen=True)
 class ObjectState:
-    """6-DoF pose and velocity of one rigid object."""
+    """6-DoF pose and velocity of one rigid object; for an articulated part (an object with a joint), also
+    its ``joint`` position (m for a slide, rad for a hinge)."""
 
     position: np.ndarray
     quaternion: np.ndarray
     linear_velocity: np.ndarray
     angular_velocity: np.ndarray
+    joint: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "position": _round(self.position),
             "quaternion": _round(self.quaternion),
             "rpy": _round(quat_to_rpy(self.quaternion)),
             "linear_velocity": _round(self.linear_velocity),
             "angular_velocity": _round(self.angular_velocity),
         }
+        if self.joint is not None:
+            out["joint"] = round(float(self.joint), 6)
+        return out
 
 
 def voxel_keypoints(points: np.ndarray, voxel: float = KEYPOINT_VOXEL) -> np.ndarray:

@@ -14,9 +14,19 @@ from typing import Any
 import numpy as np
 
 from simpact.core.errors import SimpactError
+from simpact.core.rotations import quat_to_matrix
 from simpact.core.vocab import OBJECT_KINDS
 
-__all__ = ["ROBOT_TOOLS", "RobotStart", "Scene", "SceneError", "SceneObject", "SHAPES"]
+__all__ = [
+    "JOINT_TYPES",
+    "ROBOT_TOOLS",
+    "RobotStart",
+    "Scene",
+    "SceneError",
+    "SceneObject",
+    "SHAPES",
+    "joint_axis",
+]
 
 SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
 """Primitive shapes, a procedural bowl, or a mesh file. Sizes: box = full edge lengths (x, y, z); cylinder =
@@ -29,6 +39,47 @@ class SceneError(SimpactError, ValueError):
 
 
 _DEFORMABLE_FIELDS = ("particles", "material")
+_OPTIONAL_FIELDS = (*_DEFORMABLE_FIELDS, "joint")
+"""Fields a dict carries only when set (a rigid object's dict is unchanged by them)."""
+
+JOINT_TYPES = ("slide", "hinge")
+"""An articulated part's joint: ``slide`` (prismatic, position in m) or ``hinge`` (revolute, rad)."""
+_JOINT_KEYS = frozenset({"type", "axis", "range", "position", "damping", "frictionloss", "anchor"})
+
+
+def _check_joint(label: str, joint: Mapping[str, Any]) -> None:
+    """A part's joint: ``type`` (slide / hinge), ``axis`` (3, body frame, normalised when built),
+    ``range`` ([lo, hi] m or rad), ``position`` (its value in the pose the object is given at, within the
+    range; default lo), ``damping`` (N s/m or N m s/rad), ``frictionloss`` (N or N m), and for a hinge
+    ``anchor`` (3, a point of its axis in the body frame, m; default the body origin)."""
+    unknown = set(joint) - _JOINT_KEYS
+    if unknown:
+        raise SceneError(f"{label}: joint has unknown keys {sorted(unknown)}; takes {sorted(_JOINT_KEYS)}")
+    if joint.get("type") not in JOINT_TYPES:
+        raise SceneError(f"{label}: joint type must be one of {JOINT_TYPES}, got {joint.get('type')!r}")
+    axis = np.asarray(joint.get("axis", ()), dtype=float)
+    if axis.shape != (3,) or not np.isfinite(axis).all() or np.linalg.norm(axis) < 1e-9:
+        raise SceneError(
+            f"{label}: joint axis must be 3 finite numbers, not all zero, got {joint.get('axis')}"
+        )
+    lo, hi = (float(v) for v in joint.get("range", (np.nan, np.nan)))
+    if not lo < hi:
+        raise SceneError(f"{label}: joint range must be [lo, hi] with lo < hi, got {joint.get('range')}")
+    q0 = float(joint.get("position", lo))
+    if not lo - 1e-9 <= q0 <= hi + 1e-9:
+        raise SceneError(f"{label}: joint position {q0} outside its range [{lo}, {hi}]")
+    for key in ("damping", "frictionloss"):
+        if not float(joint.get(key, 0.0)) >= 0:
+            raise SceneError(f"{label}: joint {key} must be non-negative, got {joint.get(key)}")
+    anchor = np.asarray(joint.get("anchor", (0.0, 0.0, 0.0)), dtype=float)
+    if anchor.shape != (3,) or not np.isfinite(anchor).all():
+        raise SceneError(f"{label}: joint anchor must be 3 finite numbers, got {joint.get('anchor')}")
+
+
+def joint_axis(obj: SceneObject) -> np.ndarray:
+    """A jointed object's unit joint axis in the world frame (its body axis turned by its quaternion)."""
+    axis = quat_to_matrix(obj.quaternion) @ np.asarray(obj.joint["axis"], dtype=float)
+    return axis / np.linalg.norm(axis)
 
 
 @dataclass(frozen=True)
@@ -60,6 +111,10 @@ class SceneObject:
     material: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """A deformable's material: ``model`` (e.g. ``plasticine``, ``sand``), ``youngs_modulus`` (Pa),
     ``poissons_ratio``, ``density`` (kg/m^3), ``friction_angle`` (deg), ``yield_stress`` (Pa)."""
+    joint: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """An articulated part of the fixed table (a drawer, a sliding door, a button, a switch), with
+    ``fixed`` true: one joint instead of a free one (see :func:`_check_joint` for its keys); empty for a
+    free or welded object. Its ``mass`` (kg) is the moving part's."""
 
     def __post_init__(self) -> None:
         label = f"object '{self.name}'"
@@ -83,6 +138,13 @@ class SceneObject:
             raise SceneError(f"{label}: friction must be non-negative, got {self.friction}")
         if self.kind not in OBJECT_KINDS:
             raise SceneError(f"{label}: kind must be rigid, pd or mpm, got {self.kind!r}")
+        if self.joint:
+            _check_joint(label, self.joint)
+            if not self.fixed or self.kind != "rigid" or not self.collides or not self.mass > 0:
+                raise SceneError(
+                    f"{label}: a jointed part must be fixed (part of the table), rigid, colliding and of "
+                    "positive mass"
+                )
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SceneObject:
@@ -100,13 +162,15 @@ class SceneObject:
             raise SceneError(f"object '{raw.get('name', '?')}': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; the deformable ones only when set, so a rigid object's dict is unchanged."""
+        """Every field; the deformable ones and the joint only when set, so a rigid object's dict is
+        unchanged."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        for key in _DEFORMABLE_FIELDS:
+        for key in _OPTIONAL_FIELDS:
             if not out[key]:
                 del out[key]
-        if "material" in out:
-            out["material"] = dict(out["material"])
+        for key in ("material", "joint"):
+            if key in out:
+                out[key] = dict(out[key])
         return out
 
     def moved(self, **changes: Any) -> SceneObject:

@@ -29,6 +29,7 @@ from simpact.core.scene import Scene
 from simpact.goals import curves as _curves  # noqa: F401  (registers curve_distance)
 from simpact.goals import footprint as _footprint  # noqa: F401  (registers footprint_iou, footprint_ratio)
 from simpact.goals import fraction as _fraction  # noqa: F401  (registers particles_in_region)
+from simpact.goals import joints as _joints  # noqa: F401  (registers joint_at)
 from simpact.goals import predicates as _predicates  # noqa: F401  (registers the predicates)
 from simpact.goals.base import (
     PREDICATES,

@@ -28,7 +28,18 @@ __all__ = [
     "register",
 ]
 
-HINT_KINDS = ("place", "upright", "standing", "lift", "topple", "keep", "on_table", "turn")
+HINT_KINDS = (
+    "place",
+    "upright",
+    "standing",
+    "lift",
+    "topple",
+    "keep",
+    "on_table",
+    "turn",
+    "shape",
+    "actuate",
+)
 """Every :class:`GoalHint` ``kind`` a predicate may give."""
 
 
@@ -43,11 +54,12 @@ class GoalHint:
     ``kind``: ``place`` (at / in_region / on_top_of / nested_in), ``upright`` (upright / tilt_below),
     ``standing`` (standing_on a smallest face), ``lift`` (lifted), ``topple`` (standing_on a largest
     face), ``keep`` (not_moved / not_touched), ``on_table`` (stays_on_table: it may move, never lifted),
-    ``turn`` (turned: its yaw about the vertical changes by ``angle``).
+    ``turn`` (turned: its yaw about the vertical changes by ``angle``), ``actuate`` (joint_at: an
+    articulated part's joint driven to ``joint``).
     ``point``: the world point (m) where the goal wants the object's centre, when it names one; ``onto``:
     the object it should rest on or in; ``face``: ``smallest`` or ``largest``; ``height``: m above the
     table for ``lift``; ``angle``: the yaw change for ``turn``, degrees, positive counterclockwise seen
-    from above."""
+    from above; ``joint``: the joint position for ``actuate`` (m for a slide, rad for a hinge)."""
 
     object: str
     kind: str
@@ -56,6 +68,7 @@ class GoalHint:
     face: str | None = None
     height: float | None = None
     angle: float | None = None
+    joint: float | None = None
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
   point, lower their edges to the table, close them to a width, open them and rise: the dough between them
   flows out along them into a bar.
 * ``retreat``: open the gripper and rise.
+* ``actuate`` (:mod:`simpact.planner.actuate`): push an articulated part along its joint axis.
 
 Units: metres, radians. The tool centre point (TCP) is the fingertip centre; with the fingers' opening axis
 across a push, the fingertips' front face is ``FINGER_FRONT`` ahead of the TCP and the palm, 3.7 cm
@@ -41,7 +42,7 @@ import numpy as np
 
 from simpact.core.rollout import WorldState
 from simpact.core.rotations import quat_to_matrix
-from simpact.core.scene import Scene, SceneObject
+from simpact.core.scene import Scene, SceneObject, joint_axis
 
 __all__ = [
     "Box",
@@ -90,8 +91,9 @@ dough's bottom layer too instead of letting it slip under the plates' lower face
 @dataclass(frozen=True)
 class Hint:
     """What a goal is about (the fields of the goals module's ``GoalHint``): ``object`` (a name or a glob),
-    ``kind`` (place, upright, standing, lift, topple, keep, turn, shape), a ``point`` (x, y, z) or ``onto``
-    another object, a ``face`` (smallest, largest), a ``height`` (m) and an ``angle`` (deg, ccw)."""
+    ``kind`` (place, upright, standing, lift, topple, keep, turn, shape, actuate), a ``point`` (x, y, z) or
+    ``onto`` another object, a ``face`` (smallest, largest), a ``height`` (m), an ``angle`` (deg, ccw) and
+    a ``joint`` position (m or rad)."""
 
     object: str
     kind: str
@@ -100,6 +102,7 @@ class Hint:
     face: str | None = None
     height: float | None = None
     angle: float | None = None
+    joint: float | None = None
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,10 @@ class Box:
     fixed: bool
     collides: bool
     size: tuple[float, ...]
+    joint: float | None = None
+    """An articulated part's joint position now (m or rad); None for other objects."""
+    axis: np.ndarray | None = None
+    """An articulated part's unit joint axis in the world frame; None for other objects."""
 
     @property
     def top(self) -> float:
@@ -166,8 +173,10 @@ def geometry(scene: Scene, state: WorldState) -> dict[str, Box]:
         local, offset = _local_half(obj)
         half = np.abs(R) @ local
         out[obj.name] = Box(
-            obj.name, obj.shape, pos + R @ offset, half, R, local, obj.fixed, obj.collides, obj.size
-        )
+            obj.name, obj.shape, pos + R @ offset, half, R, local, obj.fixed, obj.collides, obj.size,
+            None if pose is None or not obj.joint else pose.joint,
+            joint_axis(obj) if obj.joint else None,
+        )  # fmt: skip
     return out
 
 

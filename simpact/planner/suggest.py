@@ -10,6 +10,7 @@
 * an object to be lifted: ``hold`` it up; to be toppled: ``topple`` it;
 * an object to be turned about the vertical: ``turn`` it in place, held, when it fits the hand;
 * a deformable to be shaped into a bar (a footprint goal): ``squeeze`` it along the bar's axis;
+* an articulated part's joint to be driven to a position: ``actuate`` it (push it along its slide joint);
 * below the root, also ``retreat``.
 
 Ranges are in metres, radians or fractions of the object's size; none is taken from a reference plan or a
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from simpact.planner.actuate import actuate_primitive
 from simpact.planner.primitives import (
     MAX_OPEN,
     MIN_Z,
@@ -105,7 +107,7 @@ def _groups(hints: Sequence[Any], names: Sequence[str]) -> list[tuple[Any, list[
         if h.kind in ("keep", "on_table"):
             continue
         point = None if h.point is None else tuple(np.round(h.point, 6))
-        key = (h.kind, point, h.onto, h.face, h.height, getattr(h, "angle", None))
+        key = (h.kind, point, h.onto, h.face, h.height, getattr(h, "angle", None), getattr(h, "joint", None))
         members = fnmatch.filter(names, h.object)
         entry = out.setdefault(key, (h, []))
         entry[1].extend(m for m in members if m not in entry[1])
@@ -186,6 +188,8 @@ def _single(h: Any, name: str, box: Box, boxes: Mapping[str, Box], on_table: boo
         )
     if h.kind == "shape":
         out.append(_squeeze_primitive(name, h))
+    if h.kind == "actuate" and getattr(h, "joint", None) is not None and box.axis is not None:
+        out.append(actuate_primitive(name, float(h.joint)))
     if h.kind == "topple":
         out.append(
             Primitive(

@@ -1,22 +1,29 @@
 """Build a MuJoCo model of a Scene: the FR3 on a table and the scene's objects.
 
 Objects become bodies named after the object with a free joint of the same name (fixed objects are welded);
-primitives map to MuJoCo geoms, bowls and meshes to convex parts for contact plus one visual mesh.
+primitives map to MuJoCo geoms, bowls and meshes to convex parts for contact plus one visual mesh. A fixed
+object with a ``joint`` (an articulated part of the table) gets that slide or hinge joint, of the same name,
+instead: its body is at the object's pose when the joint is at its ``position`` (MuJoCo's ``ref``),
+gravity-compensated (its guides carry it) and not in contact with the table or the fixed objects (its
+joint's range is its guide).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
 import trimesh
 
-from simpact.core.scene import Scene, SceneError, SceneObject
+from simpact.core.rollout import ObjectState
+from simpact.core.rotations import quat_mul, quat_rotate
+from simpact.core.scene import Scene, SceneError, SceneObject, joint_axis
 from solvers.mujoco.meshes import bowl_mesh, convex_parts, load_mesh
 from solvers.mujoco.robot import add_squeeze_plates, load_fr3_spec
 
-__all__ = ["PhysicsOptions", "build_spec", "object_mesh"]
+__all__ = ["PhysicsOptions", "build_spec", "object_mesh", "part_state"]
 
 TABLE_THICKNESS = 0.05
 TABLE_X0 = -0.3
@@ -56,6 +63,9 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
     body = spec.worldbody.add_body(name=obj.name, pos=list(obj.position), quat=list(obj.quaternion))
     if not obj.fixed and obj.collides:
         body.add_freejoint(name=obj.name)
+    moving = not obj.fixed or bool(obj.joint)
+    if obj.joint:
+        _add_joint(body, obj)
     contact = {"contype": 1, "conaffinity": 1} if obj.collides else {"contype": 0, "conaffinity": 0}
     common = {
         "rgba": list(obj.rgba),
@@ -71,7 +81,7 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
             "sphere": (mujoco.mjtGeom.mjGEOM_SPHERE, [obj.size[0], 0, 0]),
         }[obj.shape]
         geom = body.add_geom(name=obj.name, type=kind, size=size, **common)
-        if obj.collides and not obj.fixed:
+        if obj.collides and moving:
             geom.mass = obj.mass
         return
     visual = spec.add_mesh(name=f"{obj.name}_visual")
@@ -106,7 +116,7 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
             mass=0,
             **{**common, "rgba": [0, 0, 0, 0]},
         )
-    if not obj.fixed:
+    if moving:
         # Inertia of the whole (watertight) mesh, scaled to the object's mass.
         props = mesh.copy()
         props.density = obj.mass / props.volume
@@ -122,6 +132,28 @@ def _add_object(spec: mujoco.MjSpec, obj: SceneObject, options: PhysicsOptions) 
             inertia[0, 2],
             inertia[1, 2],
         ]
+
+
+def _add_joint(body: mujoco.MjsBody, obj: SceneObject) -> None:
+    """The part's slide or hinge joint (see :class:`~simpact.core.scene.SceneObject` ``joint``)."""
+    j = obj.joint
+    lo, hi = (float(v) for v in j["range"])
+    axis = np.asarray(j["axis"], dtype=float)
+    joint = body.add_joint(
+        name=obj.name,
+        type=mujoco.mjtJoint.mjJNT_SLIDE if j["type"] == "slide" else mujoco.mjtJoint.mjJNT_HINGE,
+        axis=(axis / np.linalg.norm(axis)).tolist(),
+        pos=[float(v) for v in j.get("anchor", (0.0, 0.0, 0.0))],
+        range=[lo, hi],
+        limited=mujoco.mjtLimited.mjLIMITED_TRUE,
+        ref=float(j.get("position", lo)),
+        damping=float(j.get("damping", 0.0)),
+        frictionloss=float(j.get("frictionloss", 0.0)),
+    )
+    joint.springref = joint.ref
+    joint.solref_limit = [0.004, 1.0]  # a stiff end stop: the arm pushes hard (default 0.02 s gives cm)
+    joint.solimp_limit = [0.95, 0.99, 0.001, 0.5, 2.0]
+    body.gravcomp = 1.0
 
 
 def build_spec(scene: Scene, options: PhysicsOptions = PhysicsOptions()) -> mujoco.MjSpec:
@@ -150,4 +182,25 @@ def build_spec(scene: Scene, options: PhysicsOptions = PhysicsOptions()) -> mujo
     spec.add_exclude(bodyname1="world", bodyname2="fr3_link0")
     for obj in scene.objects:
         _add_object(spec, obj, options)
+    welded = ["world", *(o.name for o in scene.objects if o.fixed and not o.joint)]
+    for part in (o for o in scene.objects if o.joint):
+        for other in welded:
+            spec.add_exclude(bodyname1=part.name, bodyname2=other)
     return spec
+
+
+def part_state(obj: SceneObject, q: float, qdot: float) -> ObjectState:
+    """An articulated part's pose and velocity (m, m/s, rad/s) at joint position ``q`` and speed ``qdot``:
+    its scene pose moved along (slide) or turned about (hinge) its world axis by ``q`` minus the joint's
+    ``position`` in the scene."""
+    axis = joint_axis(obj)
+    dq = q - float(obj.joint.get("position", obj.joint["range"][0]))
+    pos, quat = np.array(obj.position, dtype=float), np.array(obj.quaternion, dtype=float)
+    zero = np.zeros(3)
+    if obj.joint["type"] == "slide":
+        return ObjectState(pos + axis * dq, quat, axis * qdot, zero, q)
+    anchor = pos + quat_rotate(quat, np.asarray(obj.joint.get("anchor", (0.0, 0.0, 0.0)), dtype=float))
+    turn = np.array([math.cos(dq / 2), *(math.sin(dq / 2) * axis)])
+    position = anchor + quat_rotate(turn, pos - anchor)
+    velocity = np.cross(axis * qdot, position - anchor)
+    return ObjectState(position, quat_mul(turn, quat), velocity, axis * qdot, q)

@@ -35,7 +35,7 @@ from simpact.core.trajectory import MotionLimits, expand_plan
 from solvers.mujoco.ik import DifferentialIK
 from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_camera, object_masks
 from solvers.mujoco.robot import ARM_JOINTS, HOME_QPOS, ROBOT_PREFIX
-from solvers.mujoco.scene_builder import PhysicsOptions, build_spec
+from solvers.mujoco.scene_builder import PhysicsOptions, build_spec, part_state
 
 __all__ = ["VIDEO_CAMERA", "MujocoAccess", "MujocoWorld", "Snapshot", "mujoco_access"]
 
@@ -191,10 +191,15 @@ class MujocoWorld:
         """Object name -> body id."""
         self.object_qpos: dict[str, int] = {}
         self.object_dof: dict[str, int] = {}
+        self.part_qpos: dict[str, tuple[int, int]] = {}
+        """Articulated part (an object with a joint) -> ``qpos`` and ``qvel`` addresses of its joint."""
         for obj in scene.objects:
             body = self.model.body(obj.name)
             self.objects[obj.name] = body.id
-            if body.jntnum[0] > 0:
+            if body.jntnum[0] > 0 and obj.joint:
+                joint = self.model.joint(body.jntadr[0])
+                self.part_qpos[obj.name] = (int(joint.qposadr[0]), int(joint.dofadr[0]))
+            elif body.jntnum[0] > 0:
                 joint = self.model.joint(body.jntadr[0])
                 self.object_qpos[obj.name] = int(joint.qposadr[0])
                 self.object_dof[obj.name] = int(joint.dofadr[0])
@@ -259,6 +264,9 @@ class MujocoWorld:
                     qvel[v : v + 3].copy(),
                     quat_rotate(quat, qvel[v + 3 : v + 6]),
                 )
+            elif obj.name in self.part_qpos:
+                a, v = self.part_qpos[obj.name]
+                objects[obj.name] = part_state(obj, float(qpos[a]), float(qvel[v]))
             else:
                 zero = np.zeros(3)
                 objects[obj.name] = ObjectState(np.array(obj.position), np.array(obj.quaternion), zero, zero)
