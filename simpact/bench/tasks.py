@@ -167,7 +167,15 @@ def _task_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-AUDIT_COUNTS = ("audited", "recorded", "flagged", "rerun", "repaired")
+AUDIT_COUNTS = (
+    "audited",
+    "recorded",
+    "flagged",
+    "rerun",
+    "repaired",
+    "particles_screened",
+    "particles_flagged",
+)
 
 
 def _audit_totals(records: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -418,8 +418,9 @@ class _Search:
         if self.hooks.on_proposal is not None:
             self.hooks.on_proposal(index, proposal)
         trusted = proposal.success and clean(notes)
-        node.verified = "success" if trusted else ("repaired" if proposal.success else "failure")
-        if proposal.success and not trusted:
+        repaired = proposal.success and not trusted and "audit_repair" in notes
+        node.verified = "success" if trusted else "repaired" if repaired else "failure"
+        if repaired:
             self.repaired.append(index)
         self.say(
             f"  node {node.id} replayed from the start as one plan: {node.verified}, "

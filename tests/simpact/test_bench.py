@@ -48,12 +48,14 @@ def test_parse_seeds():
 def test_task_summary_sums_the_planner_audit_counts():
     from simpact.bench.tasks import _task_summary
 
-    audit = {"audited": 12, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1, "events": []}
+    audit = {"audited": 12, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1, "events": [],
+             "particles_screened": 3, "particles_flagged": 1}  # fmt: skip
     records = [
         {"seed": 1, "success": True, "score": 1.0, "plan_wall_s": 2.0, "rollouts": 12, "audit": audit},
         {"seed": 2, "success": False, "score": 0.5, "plan_wall_s": 4.0, "audit": {"audited": 8}},
         {"seed": 3, "success": True, "score": 1.0, "rollout_wall_s": 0.3},  # a reference run: no audit
     ]
     summary = _task_summary(records)
-    assert summary["audit"] == {"audited": 20, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1}
+    assert summary["audit"] == {"audited": 20, "recorded": 1, "flagged": 1, "rerun": 1, "repaired": 1,
+                                "particles_screened": 3, "particles_flagged": 1}  # fmt: skip
     assert summary["failed_seeds"] == [2]
