@@ -139,6 +139,8 @@ class MPMSolver:
 
         if not bodies:
             raise SceneError("MPM: no particle bodies")
+        # No banner on stdout, where the command line reports (Warp >= 1.10 reads log_level, earlier quiet).
+        wp.config.log_level = wp.LOG_WARNING
         wp.config.quiet = True  # type: ignore[attr-defined]
         wp.init()
         self.grid = grid
