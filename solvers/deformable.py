@@ -43,6 +43,7 @@ Units: metres, seconds, kilograms; world frame = robot base frame, z up, z = 0 o
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -58,6 +59,8 @@ __all__ = [
     "Grip",
     "build_solver",
     "capture",
+    "check_ranges",
+    "update_grasp",
     "held_positions",
     "point_velocity",
 ]
@@ -193,3 +196,34 @@ def point_velocity(points: np.ndarray, grip: Grip) -> np.ndarray:
     """Velocity (B, N, 3) m/s of the grip frame at world ``points`` (B, N, 3) (release velocity)."""
     arm = points - grip.centre[:, None, :]
     return grip.velocity[:, None, :] + np.cross(grip.angular_velocity[:, None, :], arm)
+
+
+def update_grasp(
+    points: np.ndarray,
+    grip: Grip,
+    radius: float,
+    capture_width: float,
+    held: np.ndarray,
+    local: np.ndarray,
+    was_closed: np.ndarray,
+) -> np.ndarray:
+    """One step of the grasp rule's bookkeeping (module docstring) for particles ``points`` (B, N, 3): at the
+    first step the pads are closed to ``capture_width`` the particles between them are captured (``held``
+    (B, N) and their grip coordinates ``local`` (B, N, 3), updated in place); opening releases them.
+    Returns whether each member's grip is closed (B,)."""
+    closed = grip.opening <= capture_width
+    fresh = closed & ~was_closed
+    if fresh.any():
+        held[fresh] = capture(points, grip, radius)[fresh]
+        local[fresh] = grip.to_local(points)[fresh]
+    held[~closed] = False
+    return np.asarray(closed)
+
+
+def check_ranges(what: str, params: Any, checks: dict[str, bool]) -> None:
+    """Raise one :class:`SceneError` naming every parameter of ``params`` whose check failed or that is not
+    finite (``what``: e.g. ``rope``)."""
+    bad = [k for k, ok in checks.items() if not ok or not math.isfinite(float(getattr(params, k)))]
+    if bad:
+        listed = ", ".join(f"{k}={getattr(params, k)}" for k in bad)
+        raise SceneError(f"{what} parameters out of range: {listed}")

@@ -29,7 +29,6 @@ This module imports torch at its top, so it is on the lazy-import list (pyprojec
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +37,7 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
-from solvers.deformable import Colliders, capture, held_positions
+from solvers.deformable import Colliders, check_ranges, held_positions, update_grasp
 from solvers.pd.rope import GRAVITY, _box_push, _coulomb, _near_boxes, _table_friction  # noqa: TID253
 
 __all__ = ["ClothParams", "ClothSolver", "cloth_grid", "cloth_solver"]
@@ -82,11 +81,7 @@ class ClothParams:
             "damping": self.damping >= 0,
             "iterations": self.iterations >= 1,
         }
-        bad = [k for k, ok in checks.items() if not ok or not math.isfinite(float(getattr(self, k)))]
-        if bad:
-            raise SceneError(
-                f"cloth parameters out of range: {', '.join(f'{k}={getattr(self, k)}' for k in bad)}"
-            )
+        check_ranges("cloth", self, checks)
 
     @property
     def count(self) -> int:
@@ -355,14 +350,9 @@ class ClothSolver:
         targets = np.zeros((self.batch, self.params.count, 3))
         if colliders is not None:
             grip = colliders.grip
-            closed = grip.opening <= self.capture_width
-            fresh = closed & ~self._closed
-            if fresh.any():
-                x = self._x.numpy()
-                self._held[fresh] = capture(x, grip, self.radius)[fresh]
-                self._local[fresh] = grip.to_local(x)[fresh]
-            self._held[~closed] = False
-            self._closed = closed
+            self._closed = update_grasp(
+                self._x.numpy(), grip, self.radius, self.capture_width, self._held, self._local, self._closed
+            )
             targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
         return self._held.copy(), targets
 

@@ -41,7 +41,7 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
-from solvers.deformable import Colliders, capture, held_positions
+from solvers.deformable import Colliders, check_ranges, held_positions, update_grasp
 from solvers.pd.contact import box_push, coulomb, near_boxes, table_friction  # noqa: TID253  (lazy, as this)
 from solvers.pd.iterations import GRAVITY, Group, compiled_iterate, fall, omegas  # noqa: TID253
 
@@ -89,11 +89,7 @@ class RopeParams:
             "damping": self.damping >= 0,
             "iterations": self.iterations >= 1,
         }
-        bad = [k for k, ok in checks.items() if not ok or not math.isfinite(float(getattr(self, k)))]
-        if bad:
-            raise SceneError(
-                f"rope parameters out of range: {', '.join(f'{k}={getattr(self, k)}' for k in bad)}"
-            )
+        check_ranges("rope", self, checks)
 
     @property
     def rest(self) -> float:
@@ -392,14 +388,9 @@ class RopeSolver:
         targets = np.repeat(self._pin_pos[None], self.batch, axis=0)
         if colliders is not None:
             grip = colliders.grip
-            closed = grip.opening <= self.capture_width
-            fresh = closed & ~self._closed
-            if fresh.any():
-                x = self._x.numpy()
-                self._held[fresh] = capture(x, grip, self.radius)[fresh]
-                self._local[fresh] = grip.to_local(x)[fresh]
-            self._held[~closed] = False
-            self._closed = closed
+            self._closed = update_grasp(
+                self._x.numpy(), grip, self.radius, self.capture_width, self._held, self._local, self._closed
+            )
             if self._held.any():
                 targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
         constrained = self._held | self._pin_mask[None]
