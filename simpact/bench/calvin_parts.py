@@ -40,7 +40,7 @@ import numpy as np
 
 from simpact.core.scene import Scene, SceneObject
 
-__all__ = ["DRAWER_TASKS", "HOUSING", "JOINT_GOALS", "PARTS", "TABLE_BOX", "Part", "table_parts"]
+__all__ = ["DRAWER_TASKS", "HOUSING", "JOINT_GOALS", "PARTS", "TABLE_BOX", "Part", "fixed_box", "table_parts"]
 
 Box = tuple[tuple[float, float, float], tuple[float, float, float]]
 
@@ -108,6 +108,19 @@ _FRICTION = 4.0
 """CALVIN's joint motors' force, N (here the joints' friction)."""
 
 
+def fixed_box(name: str, lo: np.ndarray, hi: np.ndarray, **fields: Any) -> SceneObject:
+    """A fixed box spanning the corners ``lo`` .. ``hi`` (m, scene frame); ``fields``: the rest (friction,
+    rgba, mass, joint)."""
+    return SceneObject(
+        name=name,
+        shape="box",
+        size=tuple(float(v) for v in hi - lo),
+        position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
+        fixed=True,
+        **fields,
+    )
+
+
 def table_parts(env: Any, to_scene: Callable[[Any], np.ndarray]) -> list[SceneObject]:
     """The articulated parts at ``env``'s joint positions, in the scene frame (``to_scene`` maps a CALVIN
     point there; both frames have the same axes)."""
@@ -115,16 +128,13 @@ def table_parts(env: Any, to_scene: Callable[[Any], np.ndarray]) -> list[SceneOb
     for name, part in PARTS.items():
         q = float(np.clip(env.table.joint(part.joint), *part.span))
         low, high = part.corners(q)
-        lo, hi = to_scene(low), to_scene(high)
         out.append(
-            SceneObject(
-                name=name,
-                shape="box",
-                size=tuple(float(v) for v in hi - lo),
-                position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
+            fixed_box(
+                name,
+                to_scene(low),
+                to_scene(high),
                 mass=part.mass,
                 friction=0.7,
-                fixed=True,
                 rgba=(0.3, 0.3, 0.3, 1.0),
                 joint={
                     "type": "slide",

@@ -44,7 +44,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
-from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, table_parts
+from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, fixed_box, table_parts
 from simpact.calvin.scripted import Mover
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
@@ -207,25 +207,12 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
             )
         )
     spans = [_aabb(o) for o in objects]
-    for part in table_parts(env, to_scene):
+    fixed = [fixed_box(n, to_scene(low), to_scene(high), friction=0.5, rgba=(0.6, 0.5, 0.4, 1.0))
+             for n, (low, high) in FIXED.items()]  # fmt: skip
+    for part in [*table_parts(env, to_scene), *fixed]:
         lo, hi = _aabb(part)
         if not any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
-            objects.append(part)
-    for name, (low, high) in FIXED.items():
-        lo, hi = to_scene(low), to_scene(high)
-        if any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
-            continue  # it would overlap a block
-        objects.append(
-            SceneObject(
-                name=name,
-                shape="box",
-                size=tuple(float(v) for v in hi - lo),
-                position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
-                fixed=True,
-                friction=0.5,
-                rgba=(0.6, 0.5, 0.4, 1.0),
-            )
-        )
+            objects.append(part)  # unless it would overlap a block
     tcp, euler = env.robot.tcp_pose()
     width = float(env.robot_obs()[6])
     robot = RobotStart(
@@ -235,16 +222,8 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
     )
     if not open_front:
         return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
-    lo, hi = to_scene(TABLE_BOX[0]), to_scene(TABLE_BOX[1])
-    top = SceneObject(
-        name="table_top",
-        shape="box",
-        size=tuple(float(v) for v in hi - lo),
-        position=tuple(float(v) for v in (lo + hi) / 2),  # type: ignore[arg-type]
-        fixed=True,
-        friction=0.7,
-        rgba=(0.76, 0.66, 0.52, 1.0),
-    )
+    low, high = to_scene(TABLE_BOX[0]), to_scene(TABLE_BOX[1])
+    top = fixed_box("table_top", low, high, friction=0.7, rgba=(0.76, 0.66, 0.52, 1.0))
     return Scene((*objects, top), robot, table_size=(0.05, 0.05), table_friction=0.7)
 
 
