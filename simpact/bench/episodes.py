@@ -187,9 +187,10 @@ class Progress:
             self.done += 1
             self.ok += bool(record["success"])
             verdict = "ok  " if record["success"] else "FAIL"
+            rollouts = record.get("simulated_rollouts", record["rollouts"])  # the search's, not the verified
             self._emit(
                 f"  {verdict} {record['task']} seed {record['seed']}: score {record['score']:.3f}, "
-                f"{record['rollouts']} rollouts, {record['plan_wall_s']:.1f} s"
+                f"{rollouts} rollouts, {record['plan_wall_s']:.1f} s"
             )
         self._bar()
 
