@@ -13,6 +13,7 @@ each deformable as one batch. Deterministic on the CPU; ``snapshot()`` / ``resto
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -100,18 +101,14 @@ def _boxes(model: mujoco.MjModel, objects: Sequence[str]) -> _Boxes:
     )
 
 
+_SKEW_I, _SKEW_J = [2, 0, 1], [1, 2, 0]
+"""Index pairs of the skew-symmetric part's (x, y, z) entries."""
+
+
 def _angular_velocity(previous: np.ndarray, current: np.ndarray, dt: float) -> np.ndarray:
     """World angular velocity (..., 3) rad/s turning rotations ``previous`` into ``current`` (..., 3, 3)."""
     skew = current @ np.swapaxes(previous, -1, -2)
-    w = 0.5 * np.stack(
-        [
-            skew[..., 2, 1] - skew[..., 1, 2],
-            skew[..., 0, 2] - skew[..., 2, 0],
-            skew[..., 1, 0] - skew[..., 0, 1],
-        ],
-        axis=-1,
-    )
-    return w / dt
+    return 0.5 * (skew[..., _SKEW_I, _SKEW_J] - skew[..., _SKEW_J, _SKEW_I]) / dt
 
 
 class _Poses:
@@ -133,17 +130,17 @@ def _grip_frame(
     """The grip frame of box poses ``centre`` (K, 3), ``rotation`` (K, 3, 3): centre, rotation, opening."""
     left, right = boxes.pads
     axis = centre[left] - centre[right]
-    gap = float(np.linalg.norm(axis))
+    gap = math.sqrt(axis @ axis)
     axis = axis / max(gap, 1e-12)
     rot = rotation[left]
     across = int(np.argmax(np.abs(rot.T @ axis)))  # the pad's thickness axis
-    others = [i for i in range(3) if i != across]
-    y = rot[:, others[0]] - (rot[:, others[0]] @ axis) * axis
-    y = y / np.linalg.norm(y)
+    column = rot[:, 1 if across == 0 else 0]
+    y = column - (column @ axis) * axis
+    y = y / math.sqrt(y @ y)
     z = np.array(
         [axis[1] * y[2] - axis[2] * y[1], axis[2] * y[0] - axis[0] * y[2], axis[0] * y[1] - axis[1] * y[0]]
     )
-    frame = np.column_stack([axis, y, z])
+    frame = np.array([axis, y, z]).T
     return 0.5 * (centre[left] + centre[right]), frame, gap - 2.0 * float(boxes.half[left][across])
 
 

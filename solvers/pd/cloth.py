@@ -21,7 +21,8 @@ structural edge (along rows and columns, rest length ``l0``) and every shear edg
 The cloth does not collide with itself (a fold passes through). Stiffness: ``stretch_stiffness`` EA (N, per
 edge) and ``bending_stiffness`` (N m^2) from the material's Young's modulus and the sheet's thickness, or
 given directly. Grasping is :mod:`solvers.deformable`'s rule. Float64 on the CPU; the same inputs give the
-same floats, and a member's floats do not depend on the batch (one small product per member).
+same floats, and a member's floats do not depend on the batch (one padded product per group of members
+sharing their held and touching particles: :func:`solvers.pd.iterations.member_products`).
 
 This module imports torch at its top, so it is on the lazy-import list (pyproject): build it through
 :func:`solvers.deformable.build_solver`.
@@ -38,7 +39,8 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.deformable import Colliders, check_ranges, held_positions, update_grasp
-from solvers.pd.rope import GRAVITY, _box_push, _coulomb, _near_boxes, _table_friction  # noqa: TID253
+from solvers.pd.contact import GRAVITY, box_friction, box_push, near_boxes, table_friction  # noqa: TID253
+from solvers.pd.iterations import member_products  # noqa: TID253
 
 __all__ = ["ClothParams", "ClothSolver", "cloth_grid", "cloth_solver"]
 
@@ -282,9 +284,18 @@ class ClothSolver:
         cmask = torch.from_numpy(held)[..., None]
         xc = torch.from_numpy(targets) * cmask
         boxes, touching = self._contacts(colliders, x0, y, held)
-        inverse, gather, matrix = self._operators_for(h, held, touching)
-        shift = (mass / (h * h)) * y - torch.bmm(matrix, xc)
-        base = torch.bmm(inverse, torch.where(cmask, xc, shift))
+        groups = self._operator_groups(h, held, touching)
+
+        def times(k: int, x: torch.Tensor) -> torch.Tensor:  # operator k (inverse, gather, matrix) times x
+            if len(groups) == 1:
+                return member_products(groups[0][1][k], x)
+            out = torch.empty((len(x), p.count, 3), dtype=x.dtype)
+            for members, operators in groups:
+                out[members] = member_products(operators[k], x[members])
+            return out
+
+        shift = (mass / (h * h)) * y - times(2, xc)
+        base = times(0, torch.where(cmask, xc, shift))
         floor = (0.0 if colliders is None else colliders.table_z) + self.radius
         mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
         approach = (x0[..., 2] - y[..., 2]).clamp_min(0.0) - (x0[..., 2] - floor).clamp_min(0.0)
@@ -294,17 +305,17 @@ class ClothSolver:
         weight = torch.from_numpy(touching)[..., None] * self._contact_weight
         for _ in range(p.iterations):
             e = x[:, self._tail] - x[:, self._head]
-            d = e / torch.linalg.vector_norm(e, dim=-1, keepdim=True).clamp_min(1e-12)
-            solved = torch.baddbmm(base, gather, d)
+            d = e / (e * e).sum(-1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm: not batch-exact)
+            solved = base + times(1, d)
             if len(
                 boxes
             ):  # contact constraints: touching particles pulled to their projection out of the boxes
                 assert colliders is not None
                 projected = x + _entry_push(x, x0, colliders, boxes, self.radius)
-                solved = torch.baddbmm(solved, inverse, weight * projected)
+                solved = solved + times(0, weight * projected)
             x = solved
             x[..., 2].clamp_(min=floor)
-            _table_friction(x, x0, budget)
+            table_friction(x, x0, budget)
         if len(boxes):  # and no particle ends inside a box
             assert colliders is not None
             x = x + torch.where(cmask, 0.0, _entry_push(x, x0, colliders, boxes, self.radius))
@@ -312,12 +323,8 @@ class ClothSolver:
         v = (x - x0) / h
         if len(boxes):
             assert colliders is not None
-            predicted = v0 + h * torch.from_numpy(GRAVITY)
-            _, n, vel, touch = _box_push(x, colliders, boxes, self.radius, slop=_CONTACT_SLOP)
-            for k, box in enumerate(boxes):
-                hit = touch[:, k, :, None] & ~cmask
-                mu_box = max(float(colliders.friction[box]), p.friction)
-                v = _coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box)
+            _, *contact = box_push(x, colliders, boxes, self.radius, slop=_CONTACT_SLOP)
+            v = box_friction(v, v0, h, contact, np.maximum(colliders.friction[boxes], p.friction), ~cmask)
         v = v * max(0.0, 1.0 - p.damping * h)
         v = torch.where(cmask, (x - x0) / h, v)
         self._x = torch.where(cmask, x, x0 + h * v).contiguous()
@@ -333,15 +340,13 @@ class ClothSolver:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The boxes near the sheet and which free particles (B, N) touch one (within ``_CONTACT_MARGIN`` of
         it at the step's start or at their inertial target ``y``)."""
-        near = _near_boxes(colliders, x0.numpy(), self.radius) | _near_boxes(
-            colliders, y.numpy(), self.radius
-        )
+        near = near_boxes(colliders, x0.numpy(), self.radius) | near_boxes(colliders, y.numpy(), self.radius)
         boxes = np.flatnonzero(near.any(axis=0))
         touching = np.zeros(held.shape, dtype=bool)
         if len(boxes):
             assert colliders is not None
             for x in (x0, y):
-                inside = _box_push(x, colliders, boxes, self.radius, slop=_CONTACT_MARGIN)[3]
+                inside = box_push(x, colliders, boxes, self.radius, slop=_CONTACT_MARGIN)[3]
                 touching |= inside.any(1).numpy()
         return boxes, touching & ~held
 
@@ -356,18 +361,18 @@ class ClothSolver:
             targets = np.where(self._held[..., None], held_positions(self._local, grip), targets)
         return self._held.copy(), targets
 
-    def _operators_for(
+    def _operator_groups(
         self, h: float, held: np.ndarray, touching: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Per member (B, ...): the global matrix with the contact constraints of the ``touching`` particles
-        added and the ``held`` ones eliminated, inverted (N, N); that inverse times the edges' scatter times
-        EA (N, E); the plain matrix (N, N). Each a (B, ...) view of one cached tensor when every member has
-        the same sets, else stacked."""
-        out = [self._operator(h, a, b) for a, b in zip(held, touching, strict=True)]
-        b = len(out)
-        if all(o is out[0] for o in out):  # one set for all: views, no copies
-            return out[0][0].expand(b, -1, -1), out[0][1].expand(b, -1, -1), out[0][2].expand(b, -1, -1)
-        return torch.stack([o[0] for o in out]), torch.stack([o[1] for o in out]), out[0][2].expand(b, -1, -1)
+    ) -> list[tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]]:
+        """The members (indices) grouped by their ``held`` and ``touching`` sets, each with its operators:
+        the global matrix with the contact constraints of the touching particles added and the held ones
+        eliminated, inverted (N, N); that inverse times the edges' scatter times EA (N, E); the plain matrix
+        (N, N)."""
+        groups: dict[int, tuple[list[int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+        for b, (a, t) in enumerate(zip(held, touching, strict=True)):
+            operators = self._operator(h, a, t)
+            groups.setdefault(id(operators), ([], operators))[0].append(b)
+        return [(torch.tensor(members), operators) for members, operators in groups.values()]
 
     def _operator(
         self, h: float, held: np.ndarray, touching: np.ndarray

@@ -6,18 +6,24 @@ This module imports torch at its top, so it is itself on the lazy-import list (p
 from __future__ import annotations
 
 import functools
-import warnings
 from typing import Any, NamedTuple
 
-import numpy as np
 import torch  # noqa: TID253  (this module is lazy itself: see the list in pyproject)
 
-from solvers.pd.contact import table_friction  # noqa: TID253  (lazy, as this module)
+from solvers.pd.contact import GRAVITY, scripted, table_friction  # noqa: TID253  (lazy, as this module)
 
-__all__ = ["CHEBYSHEV_START", "GRAVITY", "Group", "compiled_iterate", "fall", "iterate", "omegas"]
-
-GRAVITY = np.array([0.0, 0.0, -9.81])
-"""m/s^2."""
+__all__ = [
+    "CHEBYSHEV_START",
+    "GRAVITY",
+    "MEMBERS_PER_PRODUCT",
+    "Group",
+    "compiled_iterate",
+    "fall",
+    "iterate",
+    "member_products",
+    "omegas",
+    "padded",
+]
 
 
 class Group(NamedTuple):
@@ -36,14 +42,24 @@ class Group(NamedTuple):
     def base(self, y: torch.Tensor, xc: torch.Tensor) -> torch.Tensor:
         """The iterations' constant part (N, 3, b) from the inertial positions ``y`` and the constrained
         particles' targets ``xc`` (N, 3, b): the solve without the stretch targets, C at its targets."""
-        n = y.shape[0]
-        base = torch.mm(self.inertia, y.reshape(n, -1))
-        if self.coupling is not None:
-            assert self.rows is not None
-            held = xc[self.rows].reshape(len(self.rows), -1)
-            base.addmm_(self.coupling, held)
-            base[self.rows] = held
-        return base.view(y.shape)
+        return scripted(_base)(self.inertia, self.coupling, self.rows, y, xc)
+
+
+def _base(
+    inertia: torch.Tensor,
+    coupling: torch.Tensor | None,
+    rows: torch.Tensor | None,
+    y: torch.Tensor,
+    xc: torch.Tensor,
+) -> torch.Tensor:
+    """:meth:`Group.base` on the group's tensors."""
+    n = y.shape[0]
+    base = torch.mm(inertia, y.reshape(n, -1))
+    if coupling is not None and rows is not None:
+        held = xc[rows].reshape(rows.shape[0], -1)
+        base.addmm_(coupling, held)
+        base[rows] = held
+    return base.view(y.shape)
 
 
 def iterate(
@@ -56,25 +72,20 @@ def iterate(
     budget: torch.Tensor | None,
 ) -> torch.Tensor:
     """The local/global iterations from ``x`` (N, 3, B): each is ``base + gather @ directions`` (one matrix
-    product, ``gather`` (N, N - 1) shared or (B, N, N - 1) per member; a column's floats depend neither on
-    how many columns there are nor on which of the two, so a member's do not depend on the batch: a test
-    checks), the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction
-    (``budget`` (N, 1, B) None: no particle on the table). Started from ``x0 + h v0`` rather than from the
-    inertial ``y``: the two differ only at the held and pinned particles, and from there a rope at rest is a
-    fixed point of the iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
-    n = x.shape[0]
-    shared = gather.dim() == 2
-    flat = base.view(n, -1) if shared else base.permute(2, 0, 1).contiguous()
+    product, ``gather`` (N, N - 1) shared by the members, ``base`` (N, 3, B') padded: see :func:`padded`),
+    the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction (``budget`` (N, 1, B) None:
+    no particle on the table). Started from ``x0 + h v0`` rather than from the inertial ``y``: the two
+    differ only at the held and pinned particles, and from there a rope at rest is a fixed point of the
+    iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
+    n, members = x.shape[0], x.shape[2]
+    flat = base.view(n, -1)
+    directions = torch.zeros((n - 1, 3, base.shape[2]), dtype=x.dtype)  # padded as ``base``
     previous = x
     for w in omegas:
         e = x[1:] - x[:-1]
-        e = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm: not batch-exact)
-        if shared:
-            solved = torch.addmm(flat, gather, e.view(n - 1, -1)).view(x.shape)
-        else:
-            solved = (
-                torch.baddbmm(flat, gather, e.permute(2, 0, 1).contiguous()).permute(1, 2, 0).contiguous()
-            )
+        directions[..., :members] = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm
+        # is not batch-exact)
+        solved = torch.addmm(flat, gather, directions.view(n - 1, -1)).view(base.shape)[..., :members]
         if w != 1.0:
             solved = torch.lerp(previous, solved, w)
         solved[:, 2].clamp_(min=floor)
@@ -84,18 +95,32 @@ def iterate(
     return x
 
 
-@functools.cache
+MEMBERS_PER_PRODUCT = 4
+"""The matrix products of the iterations and of :meth:`Group.base` see the members' columns in blocks of
+this many members. A BLAS product's column is not always computed the same way for every column count: on
+an AVX-512 CPU, MKL gave a member's column different last bits alone (3 columns) than beside others (6, 9,
+15 ...), but the same for every multiple of 4 members (12, 24, ... 600 columns): padded to a multiple of 4,
+a member's floats do not depend on the batch it is in (tests check it on the machine they run on; 8 members
+cost a single rope's iterations 14 % more, 4 nothing measurable)."""
+
+
+def padded(t: torch.Tensor) -> torch.Tensor:
+    """``t`` (..., B) with zero members appended to a multiple of :data:`MEMBERS_PER_PRODUCT` (4)."""
+    extra = -t.shape[-1] % 4  # MEMBERS_PER_PRODUCT, a literal for TorchScript
+    return torch.nn.functional.pad(t, [0, extra]) if extra > 0 else t
+
+
+def member_products(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``matrix`` (N, M) times each member's ``x[b]`` (M, 3), for ``x`` (B, M, 3): one product over the
+    members' columns, padded (:func:`padded`), so that a member's floats do not depend on the others."""
+    columns = padded(x.permute(1, 2, 0))  # (M, 3, B')
+    out = torch.mm(matrix, columns.reshape(columns.shape[0], -1))
+    return out.view(matrix.shape[0], 3, -1)[..., : x.shape[0]].permute(2, 0, 1)
+
+
 def compiled_iterate() -> Any:
-    """:func:`iterate` compiled by TorchScript (the same floats; per-op overhead ~40 % less on a single
-    rope, whose small products it is bound by), or itself where TorchScript is unavailable."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # torch.jit.script is deprecated (torch.compile is not cheaper here)
-            return torch.jit.script(iterate)
-    except Exception:  # noqa: BLE001  (any failure to compile: run it eagerly)
-        return iterate
+    """:func:`iterate` compiled by TorchScript (:func:`~solvers.pd.contact.scripted`)."""
+    return scripted(iterate)
 
 
 @functools.cache

@@ -42,8 +42,8 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.deformable import Colliders, check_ranges, held_positions, update_grasp
-from solvers.pd.contact import box_push, coulomb, near_boxes, table_friction  # noqa: TID253  (lazy, as this)
-from solvers.pd.iterations import GRAVITY, Group, compiled_iterate, fall, omegas  # noqa: TID253
+from solvers.pd.contact import box_friction, box_push, near_boxes  # noqa: TID253  (lazy, as this)
+from solvers.pd.iterations import Group, compiled_iterate, fall, omegas, padded  # noqa: TID253
 
 __all__ = ["RopeParams", "RopeSolver", "rope_points", "rope_solver"]
 
@@ -297,8 +297,9 @@ class RopeSolver:
 
     def _step(self, h: float, colliders: Colliders | None) -> None:
         """One step. The iterations lay positions out (N, 3, B), so that one iteration of the members sharing
-        a constrained set is one (N, N - 1) x (N - 1, 3 B) product (4x a batched product's speed at B = 64)
-        and a particle's length is a reduction over a leading axis."""
+        a constrained set is one (N, N - 1) x (N - 1, 3 B) product (4x a batched product's speed at B = 64;
+        B padded, see :func:`~solvers.pd.iterations.padded`) and a particle's length is a reduction over a
+        leading axis."""
         p = self.params
         x0, v0 = self._x, self._v
         constrained, targets = self._constraints(colliders)
@@ -327,18 +328,15 @@ class RopeSolver:
         start = x0.permute(1, 2, 0)
         xc = torch.from_numpy(targets).permute(1, 2, 0)
         weights = omegas(p.iterations, p.chebyshev_rho)
-        groups = self._operators(h, constrained)
-        if len(groups) == 1:
-            base, gather = groups[0].base(y, xc), groups[0].gather
-        else:  # one product per member (a batched one): as exact as the shared product (a test checks)
-            base, which = torch.empty_like(first), np.empty(len(constrained), dtype=np.int64)
-            for k, group in enumerate(groups):
-                g = group.members
-                assert g is not None
-                base[..., g] = group.base(y[..., g], xc[..., g])
-                which[g.numpy()] = k
-            gather = torch.stack([group.gather for group in groups])[torch.from_numpy(which)]
-        x = compiled_iterate()(first, base, gather, weights, floor, start, budget)
+        x = torch.empty_like(first)
+        for group in self._operators(h, constrained):  # one shared product per group, padded (see padded)
+            g = slice(None) if group.members is None else group.members
+            members = first[..., g]
+            base = group.base(padded(y[..., g]), padded(xc[..., g]))
+            friction = None if budget is None else budget[..., g]
+            x[..., g] = compiled_iterate()(
+                members, base, group.gather, weights, floor, start[..., g], friction
+            )
         x = x.permute(2, 0, 1)
         cmask = None
         if constrained.any():  # held and pinned particles exactly at their targets (the table may move them)
@@ -368,7 +366,8 @@ class RopeSolver:
         v = (x - x0) / h
         if contact is not None:
             assert colliders is not None
-            v = self._friction(v, v0, h, cmask, contact, colliders.friction[boxes])  # (not on held particles)
+            mu = np.maximum(colliders.friction[boxes], p.friction)
+            v = box_friction(v, v0, h, contact, mu, None if cmask is None else ~cmask)  # (not on held ones)
         damped = v * max(0.0, 1.0 - p.damping * h)
         if cmask is not None:
             v = torch.where(cmask, v, damped)
@@ -441,28 +440,3 @@ class RopeSolver:
                 rows = t(np.flatnonzero(row))
             self._inverses[key] = (t(inertia), coupling, rows, t(gather))
         return Group(members, *self._inverses[key])
-
-    def _friction(
-        self,
-        v: torch.Tensor,
-        v0: torch.Tensor,
-        h: float,
-        cmask: torch.Tensor | None,
-        contact: list[torch.Tensor],
-        friction: np.ndarray,
-    ) -> torch.Tensor:
-        """Coulomb friction on the velocities of particles touching a box (``contact``: their normals,
-        velocities and touch mask from :func:`~solvers.pd.contact.box_push`, taken before the push, which is
-        along the normal; ``friction`` (K,) the boxes' coefficients): the tangential velocity relative to the
-        box loses up to ``mu`` times the normal velocity the contact removed."""
-        n, vel, touch = contact
-        predicted = v0 + h * torch.from_numpy(GRAVITY)
-        mu_box = torch.from_numpy(np.maximum(friction, self.params.friction))
-        for k in range(len(friction)):
-            hit = touch[:, k, :, None] if cmask is None else touch[:, k, :, None] & ~cmask
-            v = coulomb(v, vel[:, k], n[:, k], predicted, hit, mu_box[k])
-        return v
-
-
-# The cloth (solvers.pd.cloth) takes these from here.
-_box_push, _coulomb, _near_boxes, _table_friction = box_push, coulomb, near_boxes, table_friction

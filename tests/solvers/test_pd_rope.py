@@ -173,3 +173,15 @@ def test_a_batch_steps_each_member_as_a_single_rope_would(batch_size: int, sprea
     assert not np.array_equal(batch.positions()[0], batch.positions()[last])
     if spread:
         assert not np.array_equal(batch.held()[0], batch.held()[last]), "the members hold different particles"
+
+
+def test_the_rope_step_runs_compiled_by_torchscript() -> None:
+    """``scripted`` falls back to plain Python when TorchScript cannot compile a function, which only shows
+    as a slower rope: each function the step compiles must compile."""
+    import torch
+
+    from solvers.pd.contact import _frictions, _push, scripted  # noqa: TID253
+    from solvers.pd.iterations import _base, compiled_iterate  # noqa: TID253
+
+    for fn in (compiled_iterate(), scripted(_base), scripted(_push), scripted(_frictions)):
+        assert isinstance(fn, torch.jit.ScriptFunction), fn
