@@ -328,15 +328,19 @@ class RopeSolver:
         start = x0.permute(1, 2, 0)
         xc = torch.from_numpy(targets).permute(1, 2, 0)
         weights = omegas(p.iterations, p.chebyshev_rho)
-        x = torch.empty_like(first)
-        for group in self._operators(h, constrained):  # one shared product per group, padded (see padded)
+        groups = self._operators(h, constrained)
+        x = first if len(groups) == 1 else torch.empty_like(first)
+        for group in groups:  # one shared product per group, padded (see padded)
             g = slice(None) if group.members is None else group.members
-            members = first[..., g]
             base = group.base(padded(y[..., g]), padded(xc[..., g]))
             friction = None if budget is None else budget[..., g]
-            x[..., g] = compiled_iterate()(
-                members, base, group.gather, weights, floor, start[..., g], friction
+            solved = compiled_iterate()(
+                first[..., g], base, group.gather, weights, floor, start[..., g], friction
             )
+            if group.members is None:
+                x = solved
+            else:
+                x[..., g] = solved
         x = x.permute(2, 0, 1)
         cmask = None
         if constrained.any():  # held and pinned particles exactly at their targets (the table may move them)
