@@ -188,3 +188,17 @@ def test_dough_at_rest_sleeps_until_a_box_comes_near():
     assert solver.engines[0].steps == steps and np.array_equal(solver.positions(), rest), "asleep"
     solver.step(0.01, _colliders(0.535))  # the cube 1 cm from the dough's side wakes it
     assert solver.engines[0].steps > steps
+
+
+def test_the_mpm_bench_picks_the_grid_by_the_tasks_own_metric() -> None:
+    """bench mpm's ``task_convergence`` rolls the reference out at each cell and compares the IoU the goal
+    reports: halving 1 cm changes it by far more than 10 %, so 1 cm is not converged."""
+    from simpact.bench.mpm import task_convergence
+
+    result = task_convergence(cells=(0.01, 0.005))
+    coarse, fine = result["runs"]
+    assert [coarse["dx_m"], fine["dx_m"]] == [0.01, 0.005]
+    assert 0.0 < coarse["iou"] < fine["iou"] <= 1.0
+    assert coarse["change_when_halved"] == pytest.approx(abs(fine["iou"] - coarse["iou"]) / fine["iou"])
+    assert coarse["change_when_halved"] > 0.10 and result["converged_dx_m"] is None
+    assert fine["released_iou"] >= 0.7, "the reference succeeds at the task's own 5 mm cell"

@@ -231,7 +231,7 @@ def cmd_bench_mpm(args: argparse.Namespace) -> None:
     squeeze = result["dough_squeeze_wall_s"]["wall_s"]
     print(
         f"bench mpm: mpm_vs_taichi {'n/a (no taichi)' if ratio is None else f'{ratio:.2f}'}, converged dx "
-        f"{result['mpm_convergence']['converged_dx_m']}, dough squeeze 1 s in "
+        f"{result['task_convergence']['converged_dx_m']} (shape_dough's IoU), dough squeeze 1 s in "
         f"{'n/a' if squeeze is None else f'{squeeze:.1f} s'} -> {folder / 'result.json'}"
     )
 
