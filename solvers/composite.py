@@ -263,15 +263,53 @@ class CompositeWorld:
         return self.rollouts([plan], snapshot=snapshot, tail_s=tail_s)[0]
 
     def rollouts(
-        self, plans: Sequence[Plan], *, snapshot: CompositeSnapshot | None = None, tail_s: float = 0.0
+        self,
+        plans: Sequence[Plan],
+        *,
+        snapshot: CompositeSnapshot | None = None,
+        tail_s: float = 0.0,
+        prefix: int = 0,
     ) -> list[Rollout]:
         """MuJoCo's rollouts of every plan from ``snapshot`` (default: the initial one), then every
         deformable stepped through them, all plans in one batch. Each plan's rollout is the same whether
-        rolled out alone or with others."""
+        rolled out alone or with others. ``prefix``: the plans' first actions already happened up to
+        ``snapshot`` (a branch of a tree search: see :meth:`MujocoWorld.rollout`)."""
         t0 = time.perf_counter()
         snapshot = self.initial_snapshot if snapshot is None else snapshot
-        rigid = self.rigid.rollouts(plans, snapshot=snapshot, tail_s=tail_s)
+        rigid = self.rigid.rollouts(plans, snapshot=snapshot, tail_s=tail_s, prefix=prefix)
         return self._couple(rigid, snapshot, t0)
+
+    def snapshot_at(
+        self, start: CompositeSnapshot, trace: Trace, row: int, rigid: np.ndarray
+    ) -> CompositeSnapshot:
+        """The state at ``trace`` row ``row`` (the last physics step of a control period) of a rollout from
+        ``start``, given MuJoCo's state there (``rigid``): the deformables stepped from ``start``'s as
+        that rollout stepped them, so the floats are the rollout's (a member's do not depend on its
+        batch). A tree search branches from it."""
+        sub = self.rigid.substeps
+        if (row + 1) % sub:
+            raise ValueError(f"row {row} does not end a control period ({sub} physics steps each)")
+        solvers = self._replicas(start, 1)
+        before = self._poses(np.asarray(start)[None])[0]
+        for c in range((row + 1) // sub):
+            q = trace.qpos[c * sub + sub - 1]
+            same = c > 0 and np.array_equal(q, trace.qpos[(c - 1) * sub + sub - 1])
+            now = before if same else self._poses(q[None])[0]
+            colliders = _colliders(self._boxes, [now], [before], self.dt, self.scene)
+            for solver in solvers:
+                solver.step(self.dt, colliders)
+            before = now
+        return CompositeSnapshot(rigid, tuple(s.snapshot() for s in solvers))
+
+    def _replicas(self, snapshot: CompositeSnapshot, batch: int) -> list[DeformableSolver]:
+        """``batch`` copies of every deformable at ``snapshot`` (this world's own solvers unchanged)."""
+        out = []
+        for solver, snap in zip(self.deformables, snapshot.deformables, strict=True):
+            own = solver.snapshot()
+            solver.restore(snap)
+            out.append(solver.replicate(batch))
+            solver.restore(own)
+        return out
 
     def _couple(self, rigid: list[Rollout], snapshot: CompositeSnapshot, t0: float) -> list[Rollout]:
         """Step the deformables through the MuJoCo rollouts ``rigid`` (one batch member per rollout)."""
@@ -282,12 +320,7 @@ class CompositeWorld:
         batch = len(rigid)
         start = self._poses(np.asarray(snapshot)[None])[0]
         before = [start] * batch
-        solvers = []
-        for solver, snap in zip(self.deformables, snapshot.deformables, strict=True):
-            own = solver.snapshot()
-            solver.restore(snap)
-            solvers.append(solver.replicate(batch))
-            solver.restore(own)
+        solvers = self._replicas(snapshot, batch)
         t_start = float(rigid[0].initial.time)
         most = max(s.positions().shape[1] for s in solvers)
         keep = [self._kept_periods(r, n, most, t_start) for r, n in zip(rigid, periods)]

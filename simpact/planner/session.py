@@ -84,7 +84,7 @@ def offline_result(
     :func:`simpact.planner.tree.plan_tree`) or a skeleton planner
     (:func:`simpact.planner.offline.plan_offline`), as a :class:`PlanResult`. Success counts only a rollout
     SimuGuard did not flag; successes that needed a repaired rerun are listed in ``repaired_successes``. A
-    world with deformables gets the skeleton planner instead of the tree, whose branches step MuJoCo alone."""
+    world with deformables whose task has a skeleton gets the skeleton planner instead of the tree."""
     t0 = time.perf_counter()
     if method == "tree" and getattr(world, "deformables", None) and task.skeleton is not None:
         method = "skeleton"

@@ -7,7 +7,9 @@ each primitive runs the cross-entropy method over its parameters (a uniform popu
 refit to the elites, :func:`simpact.planner.offline.refit`), every population rolled out in parallel from
 the node's own end snapshot: a branch starts from the exact state its parent ended in, not from a replay
 (state-locked branching, as in RoboAware), and steps the controls of the whole plan from the root compiled
-as one (``MujocoWorld.rollout(prefix=...)``), so its history is bit for bit the whole plan's rollout. A
+as one (``MujocoWorld.rollout(prefix=...)``), so its history is bit for bit the whole plan's rollout (in a
+world with deformables the end snapshot carries their state too, stepped as the rollout stepped them:
+``CompositeWorld.snapshot_at``). A
 sample is scored by the task's :meth:`~simpact.tasks.Task.evaluate` on the whole history (the parent's
 trace up to its last action, then the sample's rollout with the task's hold), and the best sample of each
 primitive becomes a child.
@@ -46,6 +48,7 @@ from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, 
 from simpact.planner.records import PlanHooks, Proposal
 from simpact.planner.suggest import primitives_for
 from simpact.tasks import Evaluation, Task
+from solvers.composite import CompositeWorld
 from solvers.mujoco.world import mujoco_access
 from solvers.world import World
 
@@ -165,6 +168,8 @@ def end_snapshot(world: World, snapshot: Any, own: Rollout, tail_s: float) -> tu
         mujoco.mj_step(mj.model, data)
     if not np.array_equal(data.qpos, own.trace.qpos[last]):
         raise RuntimeError("stepping a branch's controls diverged from its rollout")
+    if isinstance(world, CompositeWorld):  # the deformables too, stepped as the rollout stepped them
+        return world.snapshot_at(snapshot, own.trace, last, mj.snapshot(data)), last
     return mj.snapshot(data), last
 
 
@@ -180,6 +185,11 @@ def combine(parent: Node, own: Rollout, plan: Plan) -> Rollout:
     def join(k: str) -> np.ndarray:
         return np.concatenate([getattr(head, k)[:cut], getattr(tail, k)])
 
+    particles, particle_time = dict(tail.particles), tail.particle_time
+    if head.particle_time is not None and tail.particle_time is not None:  # deformables: records before own's
+        earlier = head.particle_time < tail.particle_time[0]
+        particles = {k: np.concatenate([head.particles[k][earlier], v]) for k, v in particles.items()}
+        particle_time = np.concatenate([head.particle_time[earlier], tail.particle_time])
     trace = Trace(
         time=join("time"),
         qpos=join("qpos"),
@@ -189,6 +199,8 @@ def combine(parent: Node, own: Rollout, plan: Plan) -> Rollout:
         tcp_quaternion=join("tcp_quaternion"),
         gripper_width=join("gripper_width"),
         object_qpos=dict(tail.object_qpos),
+        particles=particles,
+        particle_time=particle_time,
     )
     return Rollout(
         plan,
@@ -270,7 +282,7 @@ class _Search:
 
     def open(self, node: Node, queue: list[tuple[float, int, int, int]]) -> None:
         """Queue ``node``'s primitives (none at the deepest level)."""
-        if node.depth >= self.max_depth or node.dead or (node.depth > 0 and _deformable(self.world)):
+        if node.depth >= self.max_depth or node.dead:
             return
         boxes = geometry(self.scene, self.state_at(node))
         done = satisfied(node.details)
@@ -394,8 +406,8 @@ class _Search:
         with that whole plan."""
         fulls = [self.full_plan(node, p) for p in plans]
         prefix = len(self.history(node))
-        if _deformable(self.world):  # only the root branches (see open): its snapshot carries the particles
-            own = self.world.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s)
+        if isinstance(self.world, CompositeWorld):  # node snapshots carry the deformables' states
+            own = self.world.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s, prefix=prefix)
             return list(zip(own, fulls))
         mj = mujoco_access(self.world)
         own = mj.rollouts(fulls, snapshot=node.snapshot, tail_s=self.task.tail_s, prefix=prefix)
@@ -428,12 +440,6 @@ class _Search:
         )
         self.done = self.done or trusted
         return proposal
-
-
-def _deformable(world: World) -> bool:
-    """Whether ``world`` simulates deformables: its branches' end states are MuJoCo-only snapshots without the
-    particles, so its search branches from the root alone (plans of one primitive)."""
-    return bool(getattr(world, "deformables", None))
 
 
 def satisfied(details: dict[str, Any]) -> set[str]:

@@ -145,3 +145,23 @@ def test_curve_distance_measures_the_rope_against_the_target_both_ways() -> None
     assert polyline_distance(half, target).mean() < 1e-3 < polyline_distance(target, half).mean()
     keys = voxel_keypoints(np.c_[u, np.full(31, 0.0075)])
     assert 5 <= len(keys) <= 31 and keys[0][1] < keys[-1][1], "keypoints keep the rope's order"
+
+
+def test_a_branch_from_a_mid_plan_snapshot_continues_the_whole_plan_exactly(world: CompositeWorld) -> None:
+    """The tree search's state-locked branching on a deformable scene: the state where the rope has been
+    gripped and dragged carries the rope's state (three particles held), and the whole plan continued from
+    it (a lift) ends exactly where the whole plan rolled out from the start ends."""
+    from simpact.planner.tree import end_snapshot
+
+    dragged = _short(world).to_dict()["actions"]
+    whole = Plan.from_dict({"actions": [*dragged, {"type": "LIFT", "dz": 0.04}]})
+    own = world.rollout(Plan.from_dict({"actions": dragged}), tail_s=TASK.tail_s)
+    snapshot, _ = end_snapshot(world, world.initial_snapshot, own, TASK.tail_s)
+    assert isinstance(snapshot, CompositeSnapshot) and snapshot.deformables[0][2].sum() == 3, "held"
+    branch = world.rollouts([whole], snapshot=snapshot, prefix=len(dragged))[0]
+    alone = world.rollout(whole)
+    assert branch.trace is not None and alone.trace is not None
+    assert np.array_equal(branch.trace.qpos[-1], alone.trace.qpos[-1])
+    lifted = alone.final.deformables["rope"].particles
+    assert np.array_equal(branch.final.deformables["rope"].particles, lifted)
+    assert lifted[:, 2].max() > 0.03, "the held part of the rope is lifted"
