@@ -15,6 +15,7 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
+from real2sim.holes import fill_depth_holes
 from real2sim.shape import outline_kind
 from real2sim.table import camera_points, heights_above_table
 from real2sim.types import TablePlane
@@ -60,6 +61,7 @@ def find_clusters(
     creases: bool = True,
     colour_cuts: bool = True,
     min_on_table: float = 0.5,
+    fill_holes: bool = True,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
 
@@ -71,7 +73,9 @@ def find_clusters(
     table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
     Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
-    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped.
+    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``fill_holes``, each
+    region then takes the pixels without depth along its silhouette that have its colour
+    (:func:`real2sim.holes.fill_depth_holes`).
 
     Long (about 120 lines) because its steps pass many per-pixel arrays along; issue 16 rewrites it.
     """
@@ -159,11 +163,17 @@ def find_clusters(
             kept.append((m, top))
     kept = _merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
+    if fill_holes and kept:
+        objects = np.zeros_like(candidate)
+        for m, _ in kept:
+            objects |= m
+        grown = fill_depth_holes([m for m, _ in kept], frame.rgb, z, valid & ~objects, float(frame.K[0, 0]))
+        kept = [(g, top) for g, (_, top) in zip(grown, kept)]
 
     rng = np.random.default_rng(0)
     clusters = []
     for mask, top in kept:
-        p_world = pts[mask] @ T[:3, :3].T + T[:3, 3]
+        p_world = pts[mask & valid] @ T[:3, :3].T + T[:3, 3]
         if len(p_world) > 3000:
             p_world = p_world[rng.choice(len(p_world), 3000, replace=False)]
         xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)

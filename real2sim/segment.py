@@ -248,11 +248,11 @@ def _split_into_pieces(
 
     if not masks or n <= 0:
         return []
-    pts, _ = camera_points(frame, 1)
+    pts, valid = camera_points(frame, 1)
     T = table.T_world_cam
     xys, cells = [], []
     for mask in masks:
-        xy = pts[mask] @ T[:2, :3].T + T[:2, 3]
+        xy = pts[mask & valid] @ T[:2, :3].T + T[:2, 3]
         xys.append(xy)
         cells.append((np.unique(np.floor(xy / cell_m).astype(np.int64), axis=0) + 0.5) * cell_m)
     share = n * np.array([len(c) for c in cells], dtype=np.float64) / sum(len(c) for c in cells)
@@ -275,7 +275,7 @@ def _split_into_pieces(
         assert best is not None
         centres = best[1]
         nearest = np.argmin(np.linalg.norm(xy[:, None, :] - centres[None], axis=2), axis=1)
-        rows, cols = np.nonzero(mask)
+        rows, cols = np.nonzero(mask & valid)  # pixels without depth have no place on the table: left out
         for j in range(int(k_i)):
             piece = np.zeros_like(mask)
             piece[rows[nearest == j], cols[nearest == j]] = True
