@@ -21,7 +21,7 @@ from real2sim.table import camera_points, heights_above_table
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
-__all__ = ["MAX_STEP_CELLS", "Cluster", "find_clusters"]
+__all__ = ["MAX_STEP_CELLS", "ROUGHNESS_PX", "Cluster", "find_clusters", "table_roughness"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -61,6 +61,7 @@ def find_clusters(
     creases: bool = True,
     colour_cuts: bool = True,
     min_on_table: float = 0.5,
+    min_clearance: float = 5.0,
     fill_holes: bool = True,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
@@ -72,6 +73,8 @@ def find_clusters(
     are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
     table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
+    Its top must stand ``min_clearance`` times the table's local roughness above it (:func:`table_roughness`):
+    a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more.
     Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
     ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``fill_holes``, each
     region then takes the pixels without depth along its silhouette that have its colour
@@ -145,6 +148,8 @@ def find_clusters(
             continue
         if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
             continue
+        if top < min_clearance * table_roughness(mask, height, valid & ~candidate, min_height_m):
+            continue  # a fold or noise of the table, not an object
         support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
         regions.append((mask, top, support, False))
     kept = [(m, top) for m, top, support, _ in regions if support >= min_support]
@@ -193,6 +198,27 @@ def find_clusters(
         )
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
+
+
+ROUGHNESS_PX = 15
+"""How far (px) around a region the table's roughness is measured."""
+
+
+def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray, band_m: float) -> float:
+    """The median absolute height (m) above the table plane of the ``near_table`` pixels (measured, not
+    standing on it) within :data:`ROUGHNESS_PX` of ``mask`` and within ``band_m`` of the plane: how much the
+    table itself (its folds, the sensor's noise at that range) departs from the plane there; 0 if none."""
+    import cv2
+
+    rows, cols = np.nonzero(mask)
+    r = ROUGHNESS_PX
+    r0, r1 = max(rows.min() - r, 0), rows.max() + r + 1
+    c0, c1 = max(cols.min() - r, 0), cols.max() + r + 1
+    sub = mask[r0:r1, c0:c1].astype(np.uint8)
+    ring = (cv2.dilate(sub, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0) & near_table[r0:r1, c0:c1]
+    h = np.abs(height[r0:r1, c0:c1][ring])
+    h = h[h < band_m]
+    return float(np.median(h)) if len(h) else 0.0
 
 
 def _support_fraction(
