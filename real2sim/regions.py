@@ -21,7 +21,15 @@ from real2sim.table import camera_points, heights_above_table
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
-__all__ = ["MAX_STEP_CELLS", "ROUGHNESS_PX", "Cluster", "find_clusters", "table_roughness"]
+__all__ = [
+    "MAX_STEP_CELLS",
+    "PEEL_MIN_PIXELS",
+    "ROUGHNESS_PX",
+    "Cluster",
+    "find_clusters",
+    "peel_vertical_planes",
+    "table_roughness",
+]
 
 
 @dataclasses.dataclass(eq=False)
@@ -75,6 +83,8 @@ def find_clusters(
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
     Its top must stand ``min_clearance`` times the table's local roughness above it (:func:`table_roughness`):
     a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more.
+    A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
+    what is left without them is checked again (:func:`peel_vertical_planes`).
     Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
     ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``fill_holes``, each
     region then takes the pixels without depth along its silhouette that have its colour
@@ -130,28 +140,45 @@ def find_clusters(
     on_table = pts[table.inliers & valid]
     table_world = on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3]
     regions: list[tuple[np.ndarray, float, float, bool]] = []  # mask, top, support fraction, attached
+    rng = np.random.default_rng(0)
+    near_table = valid & ~candidate
+
+    def check(mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float, bool] | None:
+        """(mask, top, support fraction, attached) of a region that may stand on the table, else None; the
+        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
+        h = height[mask]
+        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
+        if top > max_height_m:
+            return None
+        ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & near_table
+        if ring.sum() and table.inliers[ring].mean() < min_table_ring:
+            return None
+        if not peeled and tall[coarse[mask]].mean() > 0.5:  # part of the robot arm or another tall structure
+            return None
+        if peeled and mask[:2].any():  # leaves the image at its top
+            return None
+        p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
+        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
+            return None
+        if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
+            return None
+        if top < min_clearance * table_roughness(mask, height, near_table, min_height_m):
+            return None  # a fold or noise of the table, not an object
+        support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
+        return mask, top, support, False
+
     for k in range(1, count):
         if stats[k, cv2.CC_STAT_AREA] < min_pixels:
             continue
         mask = labels_img == k
-        h = height[mask]
-        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
-        if top > max_height_m:
-            continue
-        ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & ~candidate & valid
-        if ring.sum() and table.inliers[ring].mean() < min_table_ring:
-            continue
-        if tall[coarse[mask]].mean() > 0.5:  # part of the robot arm (or another tall structure)
-            continue
-        p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
-        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
-            continue
-        if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
-            continue
-        if top < min_clearance * table_roughness(mask, height, valid & ~candidate, min_height_m):
-            continue  # a fold or noise of the table, not an object
-        support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
-        regions.append((mask, top, support, False))
+        found = check(mask, peeled=False)
+        if found is not None:
+            regions.append(found)
+        elif stats[k, cv2.CC_STAT_AREA] >= PEEL_MIN_PIXELS:  # objects standing against a wall
+            for part in peel_vertical_planes(mask, pts, T, min_pixels, rng):
+                found = check(part, peeled=True)
+                if found is not None:
+                    regions.append(found)
     kept = [(m, top) for m, top, support, _ in regions if support >= min_support]
     # A hovering region whose bottom is hidden behind a kept region nearer the camera rests on the table too.
     near = np.zeros_like(candidate)
@@ -198,6 +225,56 @@ def find_clusters(
         )
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
+
+
+PEEL_MIN_PIXELS = 4000
+"""A dropped region this large (px) is searched for a wall to take away (:func:`peel_vertical_planes`)."""
+
+
+def peel_vertical_planes(
+    mask: np.ndarray,
+    pts: np.ndarray,
+    T_world_cam: np.ndarray,
+    min_pixels: int,
+    rng: np.random.Generator,
+    *,
+    band_m: float = 0.015,
+    min_share: float = 0.25,
+    max_tilt: float = 0.3,
+    min_span_m: float = 0.3,
+    max_planes: int = 2,
+) -> list[np.ndarray]:
+    """The parts (masks of at least ``min_pixels``) of a region left when the large vertical planes among its
+    points are taken away: a wall or a cabinet's side rising from the table, which the objects standing
+    against it join in depth. A plane is taken (its pixels within ``band_m`` (m)) when its normal is within
+    ``max_tilt`` (sine) of horizontal, it holds ``min_share`` of the region's points and spans ``min_span_m``
+    (m) horizontally (an object's flat face does not); none taken: no parts."""
+    import cv2
+
+    from real2sim.table import ransac_plane
+
+    rows, cols = np.nonzero(mask)
+    world = pts[rows, cols] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
+    sample = world[rng.choice(len(world), min(len(world), 4000), replace=False)]
+    keep = np.ones(len(world), bool)
+    total = len(sample)
+    for _ in range(max_planes):
+        if len(sample) < 100:
+            break
+        n, d, idx = ransac_plane(sample, band_m / 2, 300, rng)
+        along = np.cross(n, [0.0, 0.0, 1.0])  # horizontal, in the plane
+        span = np.ptp(sample[idx] @ along) if len(idx) else 0.0
+        if abs(float(n[2])) > max_tilt or len(idx) < min_share * total or span < min_span_m:
+            break
+        keep &= np.abs(world @ n + d) > band_m
+        sample = sample[np.abs(sample @ n + d) > band_m]
+    if keep.all():
+        return []
+    left = np.zeros(mask.shape, np.uint8)
+    left[rows[keep], cols[keep]] = 1
+    left = cv2.morphologyEx(left, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, parts, stats, _ = cv2.connectedComponentsWithStats(left, connectivity=4)
+    return [parts == k for k in range(1, count) if stats[k, cv2.CC_STAT_AREA] >= min_pixels]
 
 
 ROUGHNESS_PX = 15
