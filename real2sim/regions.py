@@ -272,8 +272,8 @@ def peel_vertical_planes(
         return []
     left = np.zeros(mask.shape, np.uint8)
     left[rows[keep], cols[keep]] = 1
-    left = cv2.morphologyEx(left, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    count, parts, stats, _ = cv2.connectedComponentsWithStats(left, connectivity=4)
+    opened = cv2.morphologyEx(left, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
+    count, parts, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=4)
     return [parts == k for k in range(1, count) if stats[k, cv2.CC_STAT_AREA] >= min_pixels]
 
 
