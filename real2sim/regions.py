@@ -17,7 +17,7 @@ from scipy.spatial import ConvexHull, QhullError
 from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes
 from real2sim.shape import outline_kind
-from real2sim.table import camera_points, heights_above_table
+from real2sim.table import camera_points, heights_above_table, ransac_plane
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
@@ -250,8 +250,6 @@ def peel_vertical_planes(
     ``max_tilt`` (sine) of horizontal, it holds ``min_share`` of the region's points and spans ``min_span_m``
     (m) horizontally (an object's flat face does not); none taken: no parts."""
     import cv2
-
-    from real2sim.table import ransac_plane
 
     rows, cols = np.nonzero(mask)
     world = pts[rows, cols] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
