@@ -90,7 +90,8 @@ def find_clusters(
     region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`).
 
-    Long (about 120 lines) because its steps pass many per-pixel arrays along; issue 16 rewrites it.
+    Long (about 140 lines of code) because its steps pass many per-pixel arrays along; the checks a region
+    must pass are one inner function, so a part peeled off a wall goes through the same ones.
     """
     import cv2
 
