@@ -18,14 +18,11 @@ in the order of ``labels``; a label with no segment is left out (the caller repo
 - ``grounded_sam2``: GroundingDINO boxes for the labels, refined into masks by SAM 2, loaded from local
   checkpoints named by environment variables (see :func:`grounded_sam2_settings`); nothing downloads.
 
-Size: about 750 lines, over the project's 500, kept whole for now because the geometric back-end's region
-finding, splitting and label matching share one cluster representation; issue 16 (segmentation in clutter)
-replaces that back-end and splits it as it does.
+The geometric back-end's regions come from :mod:`real2sim.regions`; this module matches them to labels.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -35,12 +32,11 @@ import numpy as np
 from PIL import Image
 from scipy.cluster.vq import kmeans2
 from scipy.optimize import linear_sum_assignment
-from scipy.spatial import ConvexHull, QhullError
 
-from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
 from real2sim.datasets import YCB_SIZES_M
-from real2sim.shape import kind_from_label, outline_kind
-from real2sim.table import camera_points, heights_above_table
+from real2sim.regions import Cluster, find_clusters
+from real2sim.shape import kind_from_label
+from real2sim.table import camera_points
 from real2sim.types import Segment, TablePlane, label_words
 from real2sim.weights import load_local
 from simpact.core.errors import SimpactError
@@ -60,28 +56,6 @@ __all__ = [
 
 class SegmentationError(SimpactError, ValueError):
     """A segmentation back-end cannot run or its input is wrong; the message names the setting or input."""
-
-
-@dataclasses.dataclass(eq=False)
-class Cluster:
-    """A candidate object region found by the geometric segmenter."""
-
-    mask: np.ndarray
-    """(H, W) bool."""
-    pixels: int
-    height_m: float
-    """Highest point above the table (m, 98th percentile)."""
-    footprint_m: tuple[float, float]
-    """Extent along the two principal horizontal directions (m, large first)."""
-    colour_rgb: tuple[int, int, int]
-    """Median colour of the region."""
-    outline: str = "unknown"
-    """Top-view outline of its points: ``round`` (a circle fits better) or ``rectangular``."""
-
-    @property
-    def size_m3(self) -> float:
-        """Bounding volume (m^3), the size used to rank regions."""
-        return float(self.footprint_m[0] * self.footprint_m[1] * self.height_m)
 
 
 #: ``assign(rgb, clusters, labels) -> {cluster index: label}``: e.g. a VLM shown the regions.
@@ -154,272 +128,6 @@ def _segment_masks(frame: Frame, table: TablePlane, labels: Sequence[str], **opt
 
 
 # --- geometric ----------------------------------------------------------------------------------------------
-
-
-def find_clusters(
-    frame: Frame,
-    table: TablePlane,
-    *,
-    min_height_m: float = 0.008,
-    max_height_m: float = 0.45,
-    touch_m: float = 0.03,
-    jump_m: float = 0.015,
-    min_pixels: int = 80,
-    min_table_ring: float = 0.15,
-    min_support: float = 0.15,
-    robot_base_radius_m: float = 0.15,
-    creases: bool = True,
-    colour_cuts: bool = True,
-    min_on_table: float = 0.5,
-) -> list[Cluster]:
-    """Regions of pixels standing on the table, largest first.
-
-    A pixel is a candidate if its point is ``min_height_m`` to ``max_height_m`` (m) above the table; regions
-    are split where neighbouring points are more than ``jump_m`` (m, at 1 m range, growing with depth) apart.
-    A region is kept if it has ``min_pixels``, is no taller than ``max_height_m``, at least
-    ``min_table_ring`` of the valid pixels around it are table, and it rests on the table: its lowest points
-    are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
-    table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
-    a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
-    Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
-    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped.
-
-    Long (about 120 lines) because its steps pass many per-pixel arrays along; issue 16 rewrites it.
-    """
-    import cv2
-
-    pts, valid = camera_points(frame, 1)
-    height = np.where(valid, heights_above_table(table, pts), 0.0)
-    candidate = valid & (height > min_height_m)
-    # Break the candidate map at depth discontinuities (occlusion boundaries between objects).
-    z = frame.depth.astype(np.float64)
-    thr = jump_m * np.maximum(z, 0.3)
-    # Each jump cuts off its farther pixel only, so thin near surfaces (a bowl's rim) stay connected.
-    edge = np.zeros_like(candidate)
-    dz_x = np.diff(z, axis=1)
-    dz_y = np.diff(z, axis=0)
-    edge[:, 1:] |= dz_x > thr[:, 1:]
-    edge[:, :-1] |= -dz_x > thr[:, 1:]
-    edge[1:, :] |= dz_y > thr[1:, :]
-    edge[:-1, :] |= -dz_y > thr[1:, :]
-    # Touching objects meet in concave creases, and differ in colour where the surface bends: cut there too,
-    # then give the cut pixels back to the regions beside them (real2sim.clutter).
-    cut = np.zeros_like(candidate)
-    if creases:
-        cut |= concave_creases(pts, valid)
-    if colour_cuts:
-        cut |= colour_edges(frame.rgb, pts, valid)
-    cut = (cv2.dilate(cut.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0) & candidate & ~edge
-    region = (candidate & ~edge & ~cut).astype(np.uint8)
-    count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
-    labels_img = regrow(labels_img, cut)
-
-    # Coarse regions (loose depth cuts): a region attached to something too tall to be an object, or to
-    # something leaving the image at its top (the robot arm), belongs to it.
-    loose = np.zeros_like(candidate)
-    jx = np.abs(np.diff(z, axis=1)) > 4 * thr[:, 1:]
-    jy = np.abs(np.diff(z, axis=0)) > 4 * thr[1:, :]
-    loose[:, 1:] |= jx
-    loose[1:, :] |= jy
-    n_coarse, coarse = cv2.connectedComponents((candidate & ~loose).astype(np.uint8), connectivity=8)
-    coarse_top = np.zeros(n_coarse)
-    np.maximum.at(coarse_top, np.asarray(coarse[candidate], dtype=np.intp), height[candidate])
-    tall = coarse_top > max_height_m
-    tall[np.unique(coarse[:2][candidate[:2]])] = True  # leaves the image at the top: the arm, clutter
-    tall[0] = False
-
-    T = table.T_world_cam
-    robot_base = table.world_frame == "T_base_cam"
-    kernel = np.ones((9, 9), np.uint8)
-    on_table = pts[table.inliers & valid]
-    table_world = on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3]
-    regions: list[tuple[np.ndarray, float, float, bool]] = []  # mask, top, support fraction, attached
-    for k in range(1, count):
-        if stats[k, cv2.CC_STAT_AREA] < min_pixels:
-            continue
-        mask = labels_img == k
-        h = height[mask]
-        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
-        if top > max_height_m:
-            continue
-        ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & ~candidate & valid
-        if ring.sum() and table.inliers[ring].mean() < min_table_ring:
-            continue
-        if tall[coarse[mask]].mean() > 0.5:  # part of the robot arm (or another tall structure)
-            continue
-        p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
-        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
-            continue
-        if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
-            continue
-        support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
-        regions.append((mask, top, support, False))
-    kept = [(m, top) for m, top, support, _ in regions if support >= min_support]
-    # A hovering region whose bottom is hidden behind a kept region nearer the camera rests on the table too.
-    near = np.zeros_like(candidate)
-    for m, _ in kept:
-        near |= m
-    for m, top, support, attached in regions:
-        if support >= min_support or attached:
-            continue
-        below = np.zeros_like(m)
-        below[2:] = m[:-2] & ~m[1:-1]
-        below |= np.roll(below, 1, axis=0) | np.roll(below, 2, axis=0)
-        below &= near & ~m
-        if below.any() and np.median(z[below]) < np.median(z[m]) - 0.01:
-            kept.append((m, top))
-    kept = _merge_nested(kept, pts, table)
-    kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
-
-    rng = np.random.default_rng(0)
-    clusters = []
-    for mask, top in kept:
-        p_world = pts[mask] @ T[:3, :3].T + T[:3, 3]
-        if len(p_world) > 3000:
-            p_world = p_world[rng.choice(len(p_world), 3000, replace=False)]
-        xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)
-        _, _, vt = np.linalg.svd(xy, full_matrices=False)
-        proj = xy @ vt.T
-        ext = np.percentile(proj, 98, axis=0) - np.percentile(proj, 2, axis=0)
-        colour = np.median(frame.rgb[mask], axis=0)
-        clusters.append(
-            Cluster(
-                mask=mask,
-                pixels=int(mask.sum()),
-                height_m=top,
-                footprint_m=(float(max(ext)), float(min(ext))),
-                colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
-                outline=outline_kind(p_world),
-            )
-        )
-    clusters.sort(key=lambda c: -c.size_m3)
-    return clusters
-
-
-def _support_fraction(
-    mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
-) -> float:
-    """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
-    point is within ``max_gap_m`` (m)."""
-    bottom = mask.copy()
-    bottom[:-1] &= ~mask[1:]
-    rows, cols = np.nonzero(bottom)
-    if len(rows) == 0:
-        return 0.0
-    n_rows = mask.shape[0]
-    supported = np.zeros(len(rows), bool)
-    resolved = np.zeros(len(rows), bool)
-    for k in range(1, reach_px + 1):
-        r = np.minimum(rows + k, n_rows - 1)
-        hit = ~resolved & (rows + k < n_rows) & table_px[r, cols]
-        gap = np.linalg.norm(pts[r, cols] - pts[rows, cols], axis=1)
-        supported |= hit & (gap < max_gap_m)
-        resolved |= hit
-    return float(supported.mean())
-
-
-def _merge_nested(
-    regions: list[tuple[np.ndarray, float]], pts: np.ndarray, table: TablePlane, share: float = 0.6
-) -> list[tuple[np.ndarray, float]]:
-    """Merge each region into a larger one when ``share`` of its top-view points lie in that one's outline."""
-
-    T = table.T_world_cam
-    rng = np.random.default_rng(0)
-    out: list[list[Any]] = []  # mask, top, hull half-planes (m, 3) or None
-    for mask, top in sorted(regions, key=lambda r: -int(r[0].sum())):
-        p = pts[mask]
-        if len(p) > 1000:
-            p = p[rng.choice(len(p), 1000, replace=False)]
-        xy = (p @ T[:3, :3].T + T[:3, 3])[:, :2]
-        for host in out:
-            if (
-                host[2] is not None
-                and np.mean(np.all(xy @ host[2][:, :2].T + host[2][:, 2] <= 0, axis=1)) >= share
-            ):
-                host[0] = host[0] | mask
-                host[1] = max(host[1], top)
-                break
-        else:
-            try:
-                planes = np.asarray(ConvexHull(xy).equations)
-            except QhullError:
-                planes = None
-            out.append([mask, top, planes])
-    return [(m, t) for m, t, _ in out]
-
-
-MAX_STEP_CELLS = 40_000
-"""Top-view cells (at 5 mm: a 1 m square) beyond which a region is not searched for a height step."""
-
-
-def _split_at_height_step(
-    mask: np.ndarray,
-    pts: np.ndarray,
-    height: np.ndarray,
-    T_world_cam: np.ndarray,
-    min_pixels: int,
-    *,
-    cell_m: float = 0.005,
-    low: float = 0.6,
-    high: float = 0.75,
-    band: tuple[float, float] = (0.55, 0.85),
-    min_share: float = 0.25,
-    min_cells: int = 20,
-    max_band: float = 0.1,
-    max_inside: float = 0.2,
-) -> list[tuple[np.ndarray, float]]:
-    """Split a region into two objects standing side by side when its top view is two plateaus.
-
-    The top-view height field (highest point per ``cell_m`` cell) of one object rises gradually or is one
-    plateau; two objects touching each other (a can lying against a taller one) show a step: cells below
-    ``low`` of the region's top and cells above ``high`` of it, hardly any (``max_band`` of the cells) within
-    ``band``. The lower plateau is an object of its own when its largest connected part holds ``min_share``
-    of the cells (and ``min_cells``) and at most ``max_inside`` of it lies within the higher cells' outline
-    (a bowl's floor lies within its rim). Returns ``[(mask, top)]``: the region, or its two parts."""
-    import cv2
-
-    rows, cols = np.nonzero(mask)
-    h = height[rows, cols]
-    top = float(np.percentile(h, 98))
-    whole = [(mask, top)]
-    xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
-    # Stray points (mixed depth at silhouettes) must not stretch the grid: clip to the bulk's extent.
-    xy = np.clip(xy, np.percentile(xy, 0.5, axis=0), np.percentile(xy, 99.5, axis=0))
-    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
-    if np.prod(ij.max(axis=0) + 1) > MAX_STEP_CELLS:  # wider than any object: not two touching ones
-        return whole
-    H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
-    np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
-    occupied = np.isfinite(H)
-    n = int(occupied.sum())
-    lower, upper = occupied & (H < low * top), occupied & (H >= high * top)
-    between = occupied & (H >= band[0] * top) & (H < band[1] * top)
-    if between.sum() > max_band * n or upper.sum() < min_cells:
-        return whole
-    count, comp = cv2.connectedComponents(lower.astype(np.uint8), connectivity=8)
-    if count < 2:
-        return whole
-    sizes = np.bincount(comp[lower])
-    k = int(np.argmax(sizes[1:])) + 1
-    part = comp == k
-    if sizes[k] < max(min_cells, min_share * n):
-        return whole
-    # Within the higher cells' outline: inside (or on) their convex hull. Its facet equations, not a Delaunay
-    # triangulation's point location: the cells are a grid, which made find_simplex take up to 0.7 s.
-    planes = np.asarray(ConvexHull(np.argwhere(upper)).equations)
-    cells = np.argwhere(part).astype(np.float64)
-    inside = np.all(cells @ planes[:, :2].T + planes[:, 2] <= 1e-9, axis=1)
-    if np.mean(inside) > max_inside:
-        return whole
-    in_part = part[ij[:, 0], ij[:, 1]]
-    out = []
-    for sel in (in_part, ~in_part):
-        m = np.zeros_like(mask)
-        m[rows[sel], cols[sel]] = True
-        if sel.sum() < min_pixels:
-            return whole
-        out.append((m, float(np.percentile(h[sel], 98))))
-    return out
 
 
 def _lab(rgb: Sequence[float]) -> np.ndarray:
@@ -540,11 +248,11 @@ def _split_into_pieces(
 
     if not masks or n <= 0:
         return []
-    pts, _ = camera_points(frame, 1)
+    pts, valid = camera_points(frame, 1)
     T = table.T_world_cam
     xys, cells = [], []
     for mask in masks:
-        xy = pts[mask] @ T[:2, :3].T + T[:2, 3]
+        xy = pts[mask & valid] @ T[:2, :3].T + T[:2, 3]
         xys.append(xy)
         cells.append((np.unique(np.floor(xy / cell_m).astype(np.int64), axis=0) + 0.5) * cell_m)
     share = n * np.array([len(c) for c in cells], dtype=np.float64) / sum(len(c) for c in cells)
@@ -567,7 +275,7 @@ def _split_into_pieces(
         assert best is not None
         centres = best[1]
         nearest = np.argmin(np.linalg.norm(xy[:, None, :] - centres[None], axis=2), axis=1)
-        rows, cols = np.nonzero(mask)
+        rows, cols = np.nonzero(mask & valid)  # pixels without depth have no place on the table: left out
         for j in range(int(k_i)):
             piece = np.zeros_like(mask)
             piece[rows[nearest == j], cols[nearest == j]] = True

@@ -149,7 +149,7 @@ def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
     """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
     cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point
     location, which took up to 0.7 s per region)."""
-    from real2sim.segment import _split_at_height_step
+    from real2sim.regions import _split_at_height_step
 
     rows, cols = np.mgrid[0:60, 0:80]
     pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)

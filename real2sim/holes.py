@@ -1,0 +1,111 @@
+"""An object's pixels where the sensor measured no depth, given back to its mask by colour.
+
+A depth-based region stops where the depth stops: at an object's grazing-angle sides and rims, and along
+its silhouette where the depth and colour images disagree, a depth camera returns nothing, so the region
+is short of the object seen in the photo (on ClearGrasp's real frames by 15-20 % of the annotated object,
+most of it pixels with no depth). :func:`fill_depth_holes` extends a region into the pixels without depth
+that touch it, within ``reach_m`` of its silhouette (pixels at the object's depth), keeping those whose
+colour is nearer the region's own colour close by than the colour of the measured background (table,
+wall) close by. Pixels of a depth shadow on the table keep the table's colour and stay out.
+
+The masks then show the object's silhouette in the photo more fully; no point is added to the shape fit
+(a pixel without depth has no point), but the refinement (:mod:`real2sim.refine`) and the fit score
+(:mod:`real2sim.fitscore`) see the fuller silhouette.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["REACH_M", "fill_depth_holes"]
+
+REACH_M = 0.02
+"""How far (m, at the region's median depth) beyond a region's silhouette it may grow into missing depth."""
+DIST_WEIGHT = 0.5
+"""Lab units a pixel's distance (px) from a mask adds to its colour distance when two masks contend for it."""
+
+
+def _local_mean(lab: np.ndarray, weight: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean Lab colour (H, W, 3) of the ``weight`` pixels in a ``size`` window around each pixel, and their
+    count share there (H, W) (0: none, the mean is then undefined)."""
+    import cv2
+
+    w = weight.astype(np.float32)
+    share = cv2.blur(w, (size, size))
+    total = cv2.blur(lab * w[..., None], (size, size))
+    return total / np.maximum(share, 1e-6)[..., None], share
+
+
+def fill_depth_holes(
+    masks: Sequence[np.ndarray],
+    rgb: np.ndarray,
+    depth: np.ndarray,
+    background: np.ndarray,
+    focal_px: float,
+    *,
+    reach_m: float = REACH_M,
+    margin: float = 0.8,
+) -> list[np.ndarray]:
+    """The ``masks`` (H, W) bool, each grown into the pixels without depth (``depth`` (H, W) m, 0: none)
+    that touch it, within ``reach_m`` of it, whose Lab colour lies nearer its own pixels' local mean colour
+    than ``margin`` times the distance to the local mean of ``background`` (H, W) bool: the measured pixels
+    that are not an object (table, wall). ``focal_px`` converts ``reach_m`` to pixels. A pixel two masks
+    could take goes to the one whose colour is nearer (ties: the nearer mask); masks never take each other's
+    pixels."""
+    import cv2
+
+    lab = cv2.cvtColor(np.ascontiguousarray(rgb, dtype=np.uint8), cv2.COLOR_RGB2LAB).astype(np.float32)
+    hole = depth <= 0
+    taken = np.zeros(hole.shape, bool)
+    for m in masks:
+        taken |= m
+    h, w = hole.shape
+    best = np.full((h, w), np.inf, dtype=np.float32)
+    owner = np.full((h, w), -1, dtype=np.int64)
+    for i, mask in enumerate(masks):
+        if not mask.any() or not (hole & ~taken).any():
+            continue
+        z = float(np.median(depth[mask & ~hole])) if (mask & ~hole).any() else 1.0
+        reach = max(2, int(round(reach_m * focal_px / max(z, 0.1))))
+        rows, cols = np.nonzero(mask)
+        r0, r1 = max(rows.min() - reach, 0), min(rows.max() + reach + 1, h)
+        c0, c1 = max(cols.min() - reach, 0), min(cols.max() + reach + 1, w)
+        box = (slice(r0, r1), slice(c0, c1))
+        free = hole[box] & ~taken[box]
+        # Pixels without depth reachable from the mask through pixels without depth, ``reach`` steps at most.
+        grown = mask[box].astype(np.uint8)
+        allowed = (free | mask[box]).astype(np.uint8)
+        kernel = np.ones((3, 3), np.uint8)
+        for _ in range(reach):
+            nxt = cv2.dilate(grown, kernel) & allowed
+            if np.array_equal(nxt, grown):
+                break
+            grown = nxt
+        reached = (grown > 0) & free
+        if not reached.any():
+            continue
+        size = 2 * reach + 1
+        own_mean, own_share = _local_mean(lab[box], mask[box], size)
+        bg_mean, bg_share = _local_mean(lab[box], background[box], size)
+        d_own = np.linalg.norm(lab[box] - own_mean, axis=-1)
+        d_bg = np.where(bg_share > 0, np.linalg.norm(lab[box] - bg_mean, axis=-1), np.inf)
+        keep = reached & (own_share > 0) & (d_own < margin * d_bg)
+        # Between two masks of like colour, the nearer one takes the pixel (Lab units + pixels).
+        dist = cv2.distanceTransform((~mask[box]).astype(np.uint8), cv2.DIST_L2, 3)
+        score = d_own + DIST_WEIGHT * dist
+        sub_best, sub_owner = best[box], owner[box]
+        better = keep & (score < sub_best)
+        sub_best[better] = score[better]
+        sub_owner[better] = i
+    out = []
+    for i, mask in enumerate(masks):
+        grown_mask = mask | (owner == i)
+        # Only the parts connected to the mask itself (a pixel taken next to a pixel another mask won is not).
+        count, comp = cv2.connectedComponents(grown_mask.astype(np.uint8), connectivity=8)
+        if count > 2:
+            linked = np.unique(comp[mask])
+            grown_mask = np.isin(comp, linked[linked > 0])
+        out.append(grown_mask)
+    return out

@@ -1,0 +1,127 @@
+"""Regions on real frames: masks take the object's pixels without depth (by colour), not the depth shadow
+on the table; folds of a cloth are not objects; objects against a wall are found without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from real2sim.holes import fill_depth_holes
+
+
+def _scene() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A red object (columns 30-49) on a grey table, 100 x 100 px at 1 m: its columns 30-33 have no depth
+    (a grazing side), and so do the table's columns 50-57 (the depth shadow beside it)."""
+    rgb = np.full((100, 100, 3), 120, np.uint8)
+    rgb[20:80, 30:50] = (200, 30, 30)
+    depth = np.full((100, 100), 1.0, np.float32)
+    depth[20:80, 30:34] = 0.0
+    depth[20:80, 50:58] = 0.0
+    mask = np.zeros((100, 100), bool)
+    mask[20:80, 34:50] = True
+    background = (depth > 0) & ~mask
+    return rgb, depth, mask, background
+
+
+def test_a_mask_takes_its_own_pixels_without_depth_and_not_the_shadow() -> None:
+    rgb, depth, mask, background = _scene()
+    (grown,) = fill_depth_holes([mask], rgb, depth, background, focal_px=500.0)
+    assert grown[20:80, 30:50].all()  # the object's side without depth is in the mask
+    assert not grown[:, 50:].any()  # the shadow on the table is not
+    assert not grown[:20].any() and not grown[80:].any()
+
+
+def test_growth_is_bounded_by_the_reach() -> None:
+    rgb, depth, mask, background = _scene()
+    depth[20:80, 10:34] = 0.0  # a wide hole of the object's colour
+    rgb[20:80, 10:30] = (200, 30, 30)
+    background = (depth > 0) & ~mask
+    (grown,) = fill_depth_holes([mask], rgb, depth, background, focal_px=100.0, reach_m=0.05)
+    assert grown[40, 29:34].all()  # 5 px reach at 1 m, 100 px focal
+    assert not grown[40, :28].any()
+
+
+def test_masks_never_take_each_others_pixels() -> None:
+    rgb, depth, mask, background = _scene()
+    other = np.zeros_like(mask)
+    other[20:80, 58:70] = True
+    rgb[20:80, 50:70] = (200, 30, 30)  # the shadow now has both objects' colour
+    a, b = fill_depth_holes([mask, other], rgb, depth, background & ~other, focal_px=500.0)
+    assert not (a & b).any()
+    assert (a | b)[20:80, 50:58].all()
+    assert not (a & other).any() and not (b & mask).any()
+
+
+def test_real_frame_masks_cover_the_annotated_objects() -> None:
+    """ClearGrasp's annotation (used here only to check): each object's best region covers it with an IoU of
+    at least 0.85 once the pixels without depth are given back (0.75-0.80 without), adding little outside."""
+    from real2sim.datasets import SharedDataMissing, read_any_frame, reference_masks, shared_data_dir
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+
+    try:
+        path = shared_data_dir("rgbd/cleargrasp/000000080-opaque-rgb-img.jpg")
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    frame = read_any_frame(path)
+    clusters = find_clusters(frame, fit_table(frame))
+    refs = reference_masks(path)
+    assert refs is not None and len(refs) == 4
+    for ref in refs:
+        best = max(clusters, key=lambda c: int((c.mask & ref).sum()))
+        iou = (best.mask & ref).sum() / (best.mask | ref).sum()
+        assert iou >= 0.85, iou
+        assert (best.mask & ~ref).sum() <= 0.05 * ref.sum()
+
+
+def test_table_roughness_is_the_median_height_of_the_table_around_a_region() -> None:
+    from real2sim.regions import table_roughness
+
+    rng = np.random.default_rng(0)
+    height = np.abs(rng.normal(0.0, 0.003, (80, 80)))  # a rough table: about 2 mm median
+    mask = np.zeros((80, 80), bool)
+    mask[30:50, 30:50] = True
+    height[mask] = 0.05
+    near = ~mask
+    rough = table_roughness(mask, height, near, band_m=0.008)
+    assert 0.0015 < rough < 0.0025
+    assert table_roughness(mask, np.where(mask, 0.05, 0.0), near, band_m=0.008) == 0.0
+
+
+def test_folds_of_a_far_cloth_are_not_objects() -> None:
+    """ClearGrasp 153: the table cloth rises and folds far from the camera; before the clearance rule ten
+    regions 1-2 cm tall stood there. What is left: the two bottles and the two things that stand clear."""
+    from real2sim.datasets import SharedDataMissing, read_any_frame, reference_masks, shared_data_dir
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+
+    try:
+        path = shared_data_dir("rgbd/cleargrasp/000000153-opaque-rgb-img.jpg")
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    frame = read_any_frame(path)
+    clusters = find_clusters(frame, fit_table(frame))
+    assert len(clusters) <= 4
+    assert all(c.height_m > 0.03 for c in clusters)
+    for ref in reference_masks(path) or []:
+        assert any((c.mask & ref).sum() >= 0.8 * ref.sum() for c in clusters)
+
+
+def test_objects_against_a_wall_are_found_without_the_wall() -> None:
+    """ClearGrasp 130: a mug and an apple stand by the wall, joined to it in depth; the wall made one region
+    with them, dropped as a tall structure, so neither was found. Without the wall's plane they are."""
+    from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+
+    try:
+        path = shared_data_dir("rgbd/cleargrasp/000000130-opaque-rgb-img.jpg")
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    frame = read_any_frame(path)
+    clusters = find_clusters(frame, fit_table(frame))
+    mug = [c for c in clusters if c.mask[430, 500]]
+    apple = [c for c in clusters if c.mask[445, 350]]
+    assert len(mug) == 1 and len(apple) == 1 and mug[0] is not apple[0]
+    assert 0.09 < mug[0].height_m < 0.15 and mug[0].footprint_m[0] < 0.12  # the mug, not the wall
+    assert apple[0].height_m < 0.1 and apple[0].footprint_m[0] < 0.12
