@@ -299,3 +299,15 @@ def test_the_tree_turns_a_cube_about_the_vertical(tmp_path: Path) -> None:
     chosen = result.proposals[result.best]
     assert chosen.success and not chosen.notes.get("audit")
     assert any(a.type == "ROTATE" and a.params["dyaw"] > 0 for a in chosen.plan.actions)
+
+
+def test_the_tree_plans_rope_tasks_and_mpm_tasks_with_a_skeleton_get_the_skeleton_planner() -> None:
+    """``offline_method``: the tree branches on a PD rope's scene (its rollouts are cheap); a scene with MPM
+    objects keeps the tree only when its task has no skeleton to fall back on."""
+    from simpact.planner.session import offline_method
+
+    for name, expected in (("shape_rope", "tree"), ("shape_dough", "tree"), ("sweeping_sand", "skeleton")):
+        task = load_task(name)
+        assert offline_method(task, task.scene(1), "tree") == expected, name
+    sand = load_task("sweeping_sand")
+    assert offline_method(sand, sand.scene(1), "template") == "template"
