@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
+    EXPECTED_OBJECTS,
     REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
@@ -269,14 +270,22 @@ def _extent_error(est: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(est - ref) / ref) * 100)
 
 
-def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, config: Any) -> dict[str, Any]:
+def bench_real(
+    relpath: str,
+    known: dict[str, str | None] | None,
+    out: Path,
+    config: Any,
+    expected_objects: int | None = None,
+) -> dict[str, Any]:
     """real2sim on one real frame with the labels of the objects known to be in it.
 
     Each object's ``reference`` says what its ``extent_pct`` compares against: ``ycb`` (the listed size of
     the YCB object), ``object_pc`` (the oriented extents of the object points shipped with a 6-DoF GraspNet
     frame, for an object that is not a YCB object of known size) or ``none``. Where the frame ships object
     points, the object nearest to them also gets ``pc_extent_m`` and ``pc_extent_pct``: they are one view's
-    surface, so a completed hidden side can only make the footprint longer than theirs."""
+    surface, so a completed hidden side can only make the footprint longer than theirs. An unlabelled
+    frame's ``regions`` (how many objects real2sim built) sits beside ``expected_objects``, the hand count
+    of :data:`real2sim.datasets.EXPECTED_OBJECTS` (given here, never to real2sim)."""
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
     t0 = time.perf_counter()
@@ -340,6 +349,8 @@ def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, con
         "objects": objects,
         "found": sum(o["found"] for o in objects.values()),
         "present": len(labels) if result.labels.labels else None,
+        "regions": None if result.labels.labels else len(result.geometries),
+        "expected_objects": expected_objects,
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -458,7 +469,9 @@ def _bench_real_frames(
     for relpath in discover_real_frames(shared_data_dir("rgbd")) if frames is None else frames:
         slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
         try:
-            record = bench_real(relpath, REAL_FRAMES.get(relpath), root / "real" / slug, config)
+            known = REAL_FRAMES.get(relpath)
+            expected = None if known else EXPECTED_OBJECTS.get(relpath)
+            record = bench_real(relpath, known, root / "real" / slug, config, expected)
         except Exception as exc:
             record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
             errors.append(record)
@@ -508,6 +521,11 @@ def _summarise(
                 sum(r.get("annotated_found", 0) for r in real_frames),
                 sum(r.get("annotated", 0) for r in real_frames),
             ],
+            "regions_vs_expected": {
+                r["frame"]: [r["regions"], r["expected_objects"]]
+                for r in real_frames
+                if r.get("expected_objects") is not None and r.get("regions") is not None
+            },
             "verdicts": {
                 v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
                 for v in ("good", "check", "poor")
@@ -564,5 +582,10 @@ def format_table(result: dict[str, Any]) -> str:
                 f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
                 f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
                 f"{f('depth_residual_mm', '6.1f'):>6} {o.get('verdict', '')}"
+            )
+    for r in result["real"]:
+        if r.get("expected_objects") is not None and r.get("regions") is not None:
+            lines.append(
+                f"{r['frame']:<34} regions {r['regions']} of {r['expected_objects']} objects (hand count)"
             )
     return "\n".join(lines)
