@@ -34,6 +34,7 @@ from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
     EXPECTED_OBJECTS,
+    OBJECT_POINTS,
     REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
@@ -351,6 +352,7 @@ def bench_real(
         "present": len(labels) if result.labels.labels else None,
         "regions": None if result.labels.labels else len(result.geometries),
         "expected_objects": expected_objects,
+        **_against_object_points(OBJECT_POINTS.get(relpath), [s.mask for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -389,6 +391,23 @@ def _against_reference_masks(
         if name in objects:
             objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
     return {"annotated": len(annotated), "annotated_found": found}
+
+
+def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
+    """Where the frame has a hand-placed pixel (column, row) on each object (:data:`OBJECT_POINTS`): how many
+    objects some mask holds (``points_found`` of ``points``; a mask within 2 px counts), and how many masks
+    hold two or more objects (``masks_merging``). Nothing when it has none."""
+    if points is None:
+        return {}
+    held = np.zeros((len(masks), len(points)), bool)
+    for i, m in enumerate(masks):
+        for j, (c, r) in enumerate(points):
+            held[i, j] = bool(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any())
+    return {
+        "points": len(points),
+        "points_found": int(held.any(axis=0).sum()),
+        "masks_merging": int((held.sum(axis=1) >= 2).sum()),
+    }
 
 
 def run_real2sim_bench(
@@ -526,6 +545,11 @@ def _summarise(
                 for r in real_frames
                 if r.get("expected_objects") is not None and r.get("regions") is not None
             },
+            "object_points": {
+                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging")}
+                for r in real_frames
+                if "points" in r
+            },
             "verdicts": {
                 v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
                 for v in ("good", "check", "poor")
@@ -587,5 +611,10 @@ def format_table(result: dict[str, Any]) -> str:
         if r.get("expected_objects") is not None and r.get("regions") is not None:
             lines.append(
                 f"{r['frame']:<34} regions {r['regions']} of {r['expected_objects']} objects (hand count)"
+            )
+        if "points" in r:
+            lines.append(
+                f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
+                f"{r['masks_merging']} masks over two or more"
             )
     return "\n".join(lines)

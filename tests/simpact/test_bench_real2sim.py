@@ -133,3 +133,15 @@ def test_regions_are_reported_against_the_hand_count() -> None:
     assert summary["real"]["regions_vs_expected"] == {"rgbd/uois/image_0008.npy": [8, 10]}
     table = format_table({"rendered": [], "real": records})
     assert "regions 8 of 10 objects" in table and table.count("regions") == 1
+
+
+def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
+    from simpact.bench.real2sim import _against_object_points
+
+    a = np.zeros((20, 30), bool)
+    a[2:8, 2:20] = True  # spans the first two points
+    b = np.zeros((20, 30), bool)
+    b[15:19, 25:29] = True  # holds no point: a fragment
+    got = _against_object_points([(4, 4), (15, 5), (5, 16)], [a, b])
+    assert got == {"points": 3, "points_found": 2, "masks_merging": 1}
+    assert _against_object_points(None, [a]) == {}
