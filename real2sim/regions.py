@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
+from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes
 from real2sim.shape import outline_kind
 from real2sim.table import camera_points, heights_above_table, ransac_plane
@@ -196,6 +196,7 @@ def find_clusters(
             kept.append((m, top))
     kept = _merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
+    kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
         for m, _ in kept:
