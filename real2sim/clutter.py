@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
+from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 #: Lab chroma below which a pixel counts as grey (white, black, grey objects).
 GREY_CHROMA = 8.0
@@ -183,7 +183,6 @@ def merge_appendages(
     the larger's. A mug's handle passes; an apple against the mug (another colour), a bottle beside a tub
     (taller, and not small beside it) do not."""
     import cv2
-    from scipy.spatial import cKDTree
 
     lab = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
     order = sorted(range(len(regions)), key=lambda i: -int(regions[i][0].sum()))
