@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.ndimage import binary_fill_holes
 from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
@@ -395,18 +396,21 @@ def _against_reference_masks(
 
 def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
     """Where the frame has a hand-placed pixel (column, row) on each object (:data:`OBJECT_POINTS`): how many
-    objects some mask holds (``points_found`` of ``points``; a mask within 2 px counts), and how many masks
-    hold two or more objects (``masks_merging``). Nothing when it has none."""
+    objects some mask holds (``points_found`` of ``points``; a mask within 2 px counts, and one enclosing the
+    pixel: a hole without depth in it is not a missed object), how many masks hold two or more objects
+    (``masks_merging``) and how many objects such masks hold (``objects_merged``); nothing without pixels."""
     if points is None:
         return {}
     held = np.zeros((len(masks), len(points)), bool)
-    for i, m in enumerate(masks):
+    for i, mask in enumerate(masks):
+        m = binary_fill_holes(mask)
         for j, (c, r) in enumerate(points):
             held[i, j] = bool(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any())
     return {
         "points": len(points),
         "points_found": int(held.any(axis=0).sum()),
         "masks_merging": int((held.sum(axis=1) >= 2).sum()),
+        "objects_merged": int(held[held.sum(axis=1) >= 2].sum()),
     }
 
 
@@ -546,7 +550,7 @@ def _summarise(
                 if r.get("expected_objects") is not None and r.get("regions") is not None
             },
             "object_points": {
-                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging")}
+                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
                 for r in real_frames
                 if "points" in r
             },
@@ -615,6 +619,6 @@ def format_table(result: dict[str, Any]) -> str:
         if "points" in r:
             lines.append(
                 f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
-                f"{r['masks_merging']} masks over two or more"
+                f"{r['masks_merging']} masks over two or more ({r['objects_merged']} objects)"
             )
     return "\n".join(lines)

@@ -141,7 +141,8 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     a = np.zeros((20, 30), bool)
     a[2:8, 2:20] = True  # spans the first two points
     b = np.zeros((20, 30), bool)
-    b[15:19, 25:29] = True  # holds no point: a fragment
-    got = _against_object_points([(4, 4), (15, 5), (5, 16)], [a, b])
-    assert got == {"points": 3, "points_found": 2, "masks_merging": 1}
+    b[13:20, 23:30] = True
+    b[17, 27] = False  # a hole without depth: the pixel in it is still held
+    got = _against_object_points([(4, 4), (15, 5), (5, 16), (27, 17)], [a, b])
+    assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     assert _against_object_points(None, [a]) == {}
