@@ -10,6 +10,8 @@
   objects of different colours touching, not the print on one box nor its own edges.
 - :func:`regrow`: pixels cut by a crease go back to the region next to them, so masks keep their full
   silhouette.
+- :func:`merge_appendages`: a small region beside a larger one of the same colour, close to it in 3D and no
+  taller, is a part of it (a mug's handle, cut off at the crease where it joins the body).
 - :func:`table_extent_share`: the share of a region's top-view points over the fitted table's extent (the
   convex hull of its inlier points), so a chair seat behind the table is not taken for it.
 """
@@ -19,12 +21,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
+from scipy.spatial import ConvexHull, QhullError, cKDTree
 
 #: Lab chroma below which a pixel counts as grey (white, black, grey objects).
 GREY_CHROMA = 8.0
 
-__all__ = ["colour_edges", "concave_creases", "regrow", "surface_normals", "table_extent_share"]
+__all__ = [
+    "colour_edges",
+    "concave_creases",
+    "merge_appendages",
+    "regrow",
+    "surface_normals",
+    "table_extent_share",
+]
 
 
 def surface_normals(pts: np.ndarray, valid: np.ndarray, step_px: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -155,3 +164,44 @@ def table_extent_share(points_world: np.ndarray, table_world: np.ndarray, margin
     eq = np.asarray(hull.equations)
     inside = np.all(points_world[:, :2] @ eq[:, :2].T + eq[:, 2] <= margin_m, axis=1)
     return float(inside.mean())
+
+
+def merge_appendages(
+    regions: list[tuple[np.ndarray, float]],
+    pts: np.ndarray,
+    valid: np.ndarray,
+    rgb: np.ndarray,
+    *,
+    max_share: float = 0.2,
+    max_colour: float = 30.0,
+    max_gap_m: float = 0.015,
+    touch_px: int = 3,
+) -> list[tuple[np.ndarray, float]]:
+    """Merge each region ``(mask, top (m))`` into a larger one it is part of: its pixels at most
+    ``max_share`` of the larger's, within ``touch_px`` of it in the image, its median Lab colour within
+    ``max_colour`` of the larger's, its top no higher, and a tenth of its points within ``max_gap_m`` (m) of
+    the larger's. A mug's handle passes; an apple against the mug (another colour), a bottle beside a tub
+    (taller, and not small beside it) do not."""
+    import cv2
+
+    lab = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
+    order = sorted(range(len(regions)), key=lambda i: -int(regions[i][0].sum()))
+    out: list[list[Any]] = []  # mask, top, median colour, pixels
+    kernel = np.ones((2 * touch_px + 1, 2 * touch_px + 1), np.uint8)
+    for i in order:
+        mask, top = regions[i]
+        px = int(mask.sum())
+        colour = np.median(lab[mask & valid], axis=0) if (mask & valid).any() else np.zeros(3)
+        for host in out:
+            if px > max_share * host[3] or top > host[1] or np.linalg.norm(colour - host[2]) > max_colour:
+                continue
+            near = cv2.dilate(host[0].astype(np.uint8), kernel) > 0
+            if not (near & mask).any():
+                continue
+            gap = cKDTree(pts[host[0] & valid][::5]).query(pts[mask & valid][::3])[0]
+            if len(gap) and float(np.percentile(gap, 10)) <= max_gap_m:
+                host[0] = host[0] | mask
+                break
+        else:
+            out.append([mask, top, colour, px])
+    return [(m, t) for m, t, _, _ in out]

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
-from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
+from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes
 from real2sim.shape import outline_kind
 from real2sim.table import camera_points, heights_above_table, ransac_plane
@@ -85,89 +85,42 @@ def find_clusters(
     a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more.
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
     what is left without them is checked again (:func:`peel_vertical_planes`).
-    Regions seen within another's top-view outline are merged. With a calibrated frame, regions within
+    Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
+    split, and a small region of a larger one's colour beside it (a mug's handle) joins it
+    (:func:`real2sim.clutter.merge_appendages`). With a calibrated frame, regions within
     ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``fill_holes``, each
     region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`).
-
-    Long (about 140 lines of code) because its steps pass many per-pixel arrays along; the checks a region
-    must pass are one inner function, so a part peeled off a wall goes through the same ones.
     """
     import cv2
 
     pts, valid = camera_points(frame, 1)
     height = np.where(valid, heights_above_table(table, pts), 0.0)
     candidate = valid & (height > min_height_m)
-    # Break the candidate map at depth discontinuities (occlusion boundaries between objects).
     z = frame.depth.astype(np.float64)
     thr = jump_m * np.maximum(z, 0.3)
-    # Each jump cuts off its farther pixel only, so thin near surfaces (a bowl's rim) stay connected.
-    edge = np.zeros_like(candidate)
-    dz_x = np.diff(z, axis=1)
-    dz_y = np.diff(z, axis=0)
-    edge[:, 1:] |= dz_x > thr[:, 1:]
-    edge[:, :-1] |= -dz_x > thr[:, 1:]
-    edge[1:, :] |= dz_y > thr[1:, :]
-    edge[:-1, :] |= -dz_y > thr[1:, :]
-    # Touching objects meet in concave creases, and differ in colour where the surface bends: cut there too,
-    # then give the cut pixels back to the regions beside them (real2sim.clutter).
-    cut = np.zeros_like(candidate)
-    if creases:
-        cut |= concave_creases(pts, valid)
-    if colour_cuts:
-        cut |= colour_edges(frame.rgb, pts, valid)
-    cut = (cv2.dilate(cut.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0) & candidate & ~edge
-    region = (candidate & ~edge & ~cut).astype(np.uint8)
-    count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
-    labels_img = regrow(labels_img, cut)
-
-    # Coarse regions (loose depth cuts): a region attached to something too tall to be an object, or to
-    # something leaving the image at its top (the robot arm), belongs to it.
-    loose = np.zeros_like(candidate)
-    jx = np.abs(np.diff(z, axis=1)) > 4 * thr[:, 1:]
-    jy = np.abs(np.diff(z, axis=0)) > 4 * thr[1:, :]
-    loose[:, 1:] |= jx
-    loose[1:, :] |= jy
-    n_coarse, coarse = cv2.connectedComponents((candidate & ~loose).astype(np.uint8), connectivity=8)
-    coarse_top = np.zeros(n_coarse)
-    np.maximum.at(coarse_top, np.asarray(coarse[candidate], dtype=np.intp), height[candidate])
-    tall = coarse_top > max_height_m
-    tall[np.unique(coarse[:2][candidate[:2]])] = True  # leaves the image at the top: the arm, clutter
-    tall[0] = False
-
+    count, labels_img, stats = _cut_regions(frame.rgb, pts, valid, candidate, z, thr, creases, colour_cuts)
+    coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m)
     T = table.T_world_cam
-    robot_base = table.world_frame == "T_base_cam"
-    kernel = np.ones((9, 9), np.uint8)
     on_table = pts[table.inliers & valid]
-    table_world = on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3]
-    regions: list[tuple[np.ndarray, float, float, bool]] = []  # mask, top, support fraction, attached
+    check = _RegionCheck(
+        pts=pts,
+        height=height,
+        table=table,
+        near_table=valid & ~candidate,
+        table_world=on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3],
+        coarse=coarse,
+        tall=tall,
+        min_height_m=min_height_m,
+        max_height_m=max_height_m,
+        touch_m=touch_m,
+        min_table_ring=min_table_ring,
+        robot_base_radius_m=robot_base_radius_m,
+        min_on_table=min_on_table,
+        min_clearance=min_clearance,
+    )
+    regions: list[tuple[np.ndarray, float, float]] = []  # mask, top, support fraction
     rng = np.random.default_rng(0)
-    near_table = valid & ~candidate
-
-    def check(mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float, bool] | None:
-        """(mask, top, support fraction, attached) of a region that may stand on the table, else None; the
-        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
-        h = height[mask]
-        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
-        if top > max_height_m:
-            return None
-        ring = (cv2.dilate(mask.astype(np.uint8), kernel) > 0) & near_table
-        if ring.sum() and table.inliers[ring].mean() < min_table_ring:
-            return None
-        if not peeled and tall[coarse[mask]].mean() > 0.5:  # part of the robot arm or another tall structure
-            return None
-        if peeled and mask[:2].any():  # leaves the image at its top
-            return None
-        p_world = pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
-        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < robot_base_radius_m:
-            return None
-        if table_extent_share(p_world, table_world) < min_on_table:  # beyond the table (a chair seat)
-            return None
-        if top < min_clearance * table_roughness(mask, height, near_table, min_height_m):
-            return None  # a fold or noise of the table, not an object
-        support = _support_fraction(mask, pts, table.inliers) if low <= touch_m else 0.0
-        return mask, top, support, False
-
     for k in range(1, count):
         if stats[k, cv2.CC_STAT_AREA] < min_pixels:
             continue
@@ -180,13 +133,136 @@ def find_clusters(
                 found = check(part, peeled=True)
                 if found is not None:
                     regions.append(found)
-    kept = [(m, top) for m, top, support, _ in regions if support >= min_support]
-    # A hovering region whose bottom is hidden behind a kept region nearer the camera rests on the table too.
-    near = np.zeros_like(candidate)
+    kept = _resting(regions, z, min_support)
+    kept = _merge_nested(kept, pts, table)
+    kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
+    kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
+    if fill_holes and kept:
+        objects = np.zeros_like(candidate)
+        for m, _ in kept:
+            objects |= m
+        grown = fill_depth_holes([m for m, _ in kept], frame.rgb, z, valid & ~objects, float(frame.K[0, 0]))
+        kept = [(g, top) for g, (_, top) in zip(grown, kept)]
+    rng = np.random.default_rng(0)
+    clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]
+    clusters.sort(key=lambda c: -c.size_m3)
+    return clusters
+
+
+def _cut_regions(
+    rgb: np.ndarray,
+    pts: np.ndarray,
+    valid: np.ndarray,
+    candidate: np.ndarray,
+    z: np.ndarray,
+    thr: np.ndarray,
+    creases: bool,
+    colour_cuts: bool,
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """The candidate pixels cut into connected regions where depth ``z`` (m) jumps over ``thr`` (m), concave
+    creases and colour edges: ``(count, labels image, cv2 stats)``; crease and colour cuts are given back to
+    the regions beside them (:func:`real2sim.clutter.regrow`)."""
+    import cv2
+
+    # Each jump cuts off its farther pixel only, so thin near surfaces (a bowl's rim) stay connected.
+    edge = np.zeros_like(candidate)
+    dz_x = np.diff(z, axis=1)
+    dz_y = np.diff(z, axis=0)
+    edge[:, 1:] |= dz_x > thr[:, 1:]
+    edge[:, :-1] |= -dz_x > thr[:, 1:]
+    edge[1:, :] |= dz_y > thr[1:, :]
+    edge[:-1, :] |= -dz_y > thr[1:, :]
+    # Touching objects meet in concave creases, and differ in colour where the surface bends.
+    cut = np.zeros_like(candidate)
+    if creases:
+        cut |= concave_creases(pts, valid)
+    if colour_cuts:
+        cut |= colour_edges(rgb, pts, valid)
+    cut = (cv2.dilate(cut.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0) & candidate & ~edge
+    region = (candidate & ~edge & ~cut).astype(np.uint8)
+    count, labels_img, stats, _ = cv2.connectedComponentsWithStats(region, connectivity=4)
+    return count, regrow(labels_img, cut), stats
+
+
+def _tall_structures(
+    z: np.ndarray, thr: np.ndarray, candidate: np.ndarray, height: np.ndarray, max_height_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Coarse regions (cut at 4 times the depth jump ``thr``, m) and which of them are tall structures: higher
+    than ``max_height_m`` (m) or leaving the image at its top (the robot arm, clutter). A region attached
+    to one belongs to it. Returns ``(coarse labels image, tall per label)``."""
+    import cv2
+
+    loose = np.zeros_like(candidate)
+    loose[:, 1:] |= np.abs(np.diff(z, axis=1)) > 4 * thr[:, 1:]
+    loose[1:, :] |= np.abs(np.diff(z, axis=0)) > 4 * thr[1:, :]
+    n_coarse, coarse = cv2.connectedComponents((candidate & ~loose).astype(np.uint8), connectivity=8)
+    coarse_top = np.zeros(n_coarse)
+    np.maximum.at(coarse_top, np.asarray(coarse[candidate], dtype=np.intp), height[candidate])
+    tall = coarse_top > max_height_m
+    tall[np.unique(coarse[:2][candidate[:2]])] = True
+    tall[0] = False
+    return coarse, tall
+
+
+@dataclasses.dataclass
+class _RegionCheck:
+    """The tests a region must pass to stand on the table (the parameters of :func:`find_clusters`)."""
+
+    pts: np.ndarray
+    height: np.ndarray
+    table: TablePlane
+    near_table: np.ndarray
+    table_world: np.ndarray
+    coarse: np.ndarray
+    tall: np.ndarray
+    min_height_m: float
+    max_height_m: float
+    touch_m: float
+    min_table_ring: float
+    robot_base_radius_m: float
+    min_on_table: float
+    min_clearance: float
+
+    def __call__(self, mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float] | None:
+        """(mask, top (m), support fraction) of a region that may stand on the table, else None; the
+        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
+        import cv2
+
+        h = self.height[mask]
+        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
+        if top > self.max_height_m:
+            return None
+        ring = (cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0) & self.near_table
+        if ring.sum() and self.table.inliers[ring].mean() < self.min_table_ring:
+            return None
+        if not peeled and self.tall[self.coarse[mask]].mean() > 0.5:  # the robot arm, a tall structure
+            return None
+        if peeled and mask[:2].any():  # leaves the image at its top
+            return None
+        T = self.table.T_world_cam
+        p_world = self.pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
+        robot_base = self.table.world_frame == "T_base_cam"
+        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < self.robot_base_radius_m:
+            return None
+        if table_extent_share(p_world, self.table_world) < self.min_on_table:  # beyond the table (a chair)
+            return None
+        if top < self.min_clearance * table_roughness(mask, self.height, self.near_table, self.min_height_m):
+            return None  # a fold or noise of the table, not an object
+        support = _support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
+        return mask, top, support
+
+
+def _resting(
+    regions: list[tuple[np.ndarray, float, float]], z: np.ndarray, min_support: float
+) -> list[tuple[np.ndarray, float]]:
+    """``(mask, top)`` of the regions resting on the table: ``min_support`` of their lower silhouette on it,
+    or their bottom hidden behind such a region nearer the camera (depth ``z``, m)."""
+    kept = [(m, top) for m, top, support in regions if support >= min_support]
+    near = np.zeros(z.shape, bool)
     for m, _ in kept:
         near |= m
-    for m, top, support, attached in regions:
-        if support >= min_support or attached:
+    for m, top, support in regions:
+        if support >= min_support:
             continue
         below = np.zeros_like(m)
         below[2:] = m[:-2] & ~m[1:-1]
@@ -194,38 +270,37 @@ def find_clusters(
         below &= near & ~m
         if below.any() and np.median(z[below]) < np.median(z[m]) - 0.01:
             kept.append((m, top))
-    kept = _merge_nested(kept, pts, table)
-    kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
-    if fill_holes and kept:
-        objects = np.zeros_like(candidate)
-        for m, _ in kept:
-            objects |= m
-        grown = fill_depth_holes([m for m, _ in kept], frame.rgb, z, valid & ~objects, float(frame.K[0, 0]))
-        kept = [(g, top) for g, (_, top) in zip(grown, kept)]
+    return kept
 
-    rng = np.random.default_rng(0)
-    clusters = []
-    for mask, top in kept:
-        p_world = pts[mask & valid] @ T[:3, :3].T + T[:3, 3]
-        if len(p_world) > 3000:
-            p_world = p_world[rng.choice(len(p_world), 3000, replace=False)]
-        xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)
-        _, _, vt = np.linalg.svd(xy, full_matrices=False)
-        proj = xy @ vt.T
-        ext = np.percentile(proj, 98, axis=0) - np.percentile(proj, 2, axis=0)
-        colour = np.median(frame.rgb[mask], axis=0)
-        clusters.append(
-            Cluster(
-                mask=mask,
-                pixels=int(mask.sum()),
-                height_m=top,
-                footprint_m=(float(max(ext)), float(min(ext))),
-                colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
-                outline=outline_kind(p_world),
-            )
-        )
-    clusters.sort(key=lambda c: -c.size_m3)
-    return clusters
+
+def _cluster(
+    mask: np.ndarray,
+    top: float,
+    pts: np.ndarray,
+    valid: np.ndarray,
+    T_world_cam: np.ndarray,
+    rgb: np.ndarray,
+    rng: np.random.Generator,
+) -> Cluster:
+    """The :class:`Cluster` of a region: its footprint along its top view's principal directions (m, 2nd to
+    98th percentile), median colour and outline."""
+    T = T_world_cam
+    p_world = pts[mask & valid] @ T[:3, :3].T + T[:3, 3]
+    if len(p_world) > 3000:
+        p_world = p_world[rng.choice(len(p_world), 3000, replace=False)]
+    xy = p_world[:, :2] - p_world[:, :2].mean(axis=0)
+    _, _, vt = np.linalg.svd(xy, full_matrices=False)
+    proj = xy @ vt.T
+    ext = np.percentile(proj, 98, axis=0) - np.percentile(proj, 2, axis=0)
+    colour = np.median(rgb[mask], axis=0)
+    return Cluster(
+        mask=mask,
+        pixels=int(mask.sum()),
+        height_m=top,
+        footprint_m=(float(max(ext)), float(min(ext))),
+        colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
+        outline=outline_kind(p_world),
+    )
 
 
 PEEL_MIN_PIXELS = 4000

@@ -30,9 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.ndimage import binary_fill_holes
 from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
+    EXPECTED_OBJECTS,
+    OBJECT_POINTS,
     REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
@@ -269,14 +272,22 @@ def _extent_error(est: np.ndarray, ref: np.ndarray) -> float:
     return float(np.max(np.abs(est - ref) / ref) * 100)
 
 
-def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, config: Any) -> dict[str, Any]:
+def bench_real(
+    relpath: str,
+    known: dict[str, str | None] | None,
+    out: Path,
+    config: Any,
+    expected_objects: int | None = None,
+) -> dict[str, Any]:
     """real2sim on one real frame with the labels of the objects known to be in it.
 
     Each object's ``reference`` says what its ``extent_pct`` compares against: ``ycb`` (the listed size of
     the YCB object), ``object_pc`` (the oriented extents of the object points shipped with a 6-DoF GraspNet
     frame, for an object that is not a YCB object of known size) or ``none``. Where the frame ships object
     points, the object nearest to them also gets ``pc_extent_m`` and ``pc_extent_pct``: they are one view's
-    surface, so a completed hidden side can only make the footprint longer than theirs."""
+    surface, so a completed hidden side can only make the footprint longer than theirs. An unlabelled
+    frame's ``regions`` (how many objects real2sim built) sits beside ``expected_objects``, the hand count
+    of :data:`real2sim.datasets.EXPECTED_OBJECTS` (given here, never to real2sim)."""
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
     t0 = time.perf_counter()
@@ -340,6 +351,9 @@ def bench_real(relpath: str, known: dict[str, str | None] | None, out: Path, con
         "objects": objects,
         "found": sum(o["found"] for o in objects.values()),
         "present": len(labels) if result.labels.labels else None,
+        "regions": None if result.labels.labels else len(result.geometries),
+        "expected_objects": expected_objects,
+        **_against_object_points(OBJECT_POINTS.get(relpath), [s.mask for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -378,6 +392,26 @@ def _against_reference_masks(
         if name in objects:
             objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
     return {"annotated": len(annotated), "annotated_found": found}
+
+
+def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
+    """Where the frame has a hand-placed pixel (column, row) on each object (:data:`OBJECT_POINTS`): how many
+    objects some mask holds (``points_found`` of ``points``; a mask within 2 px counts, and one enclosing the
+    pixel: a hole without depth in it is not a missed object), how many masks hold two or more objects
+    (``masks_merging``) and how many objects such masks hold (``objects_merged``); nothing without pixels."""
+    if points is None:
+        return {}
+    held = np.zeros((len(masks), len(points)), bool)
+    for i, mask in enumerate(masks):
+        m = binary_fill_holes(mask)
+        for j, (c, r) in enumerate(points):
+            held[i, j] = bool(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any())
+    return {
+        "points": len(points),
+        "points_found": int(held.any(axis=0).sum()),
+        "masks_merging": int((held.sum(axis=1) >= 2).sum()),
+        "objects_merged": int(held[held.sum(axis=1) >= 2].sum()),
+    }
 
 
 def run_real2sim_bench(
@@ -458,7 +492,9 @@ def _bench_real_frames(
     for relpath in discover_real_frames(shared_data_dir("rgbd")) if frames is None else frames:
         slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
         try:
-            record = bench_real(relpath, REAL_FRAMES.get(relpath), root / "real" / slug, config)
+            known = REAL_FRAMES.get(relpath)
+            expected = None if known else EXPECTED_OBJECTS.get(relpath)
+            record = bench_real(relpath, known, root / "real" / slug, config, expected)
         except Exception as exc:
             record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
             errors.append(record)
@@ -508,6 +544,16 @@ def _summarise(
                 sum(r.get("annotated_found", 0) for r in real_frames),
                 sum(r.get("annotated", 0) for r in real_frames),
             ],
+            "regions_vs_expected": {
+                r["frame"]: [r["regions"], r["expected_objects"]]
+                for r in real_frames
+                if r.get("expected_objects") is not None and r.get("regions") is not None
+            },
+            "object_points": {
+                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
+                for r in real_frames
+                if "points" in r
+            },
             "verdicts": {
                 v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
                 for v in ("good", "check", "poor")
@@ -564,5 +610,15 @@ def format_table(result: dict[str, Any]) -> str:
                 f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
                 f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
                 f"{f('depth_residual_mm', '6.1f'):>6} {o.get('verdict', '')}"
+            )
+    for r in result["real"]:
+        if r.get("expected_objects") is not None and r.get("regions") is not None:
+            lines.append(
+                f"{r['frame']:<34} regions {r['regions']} of {r['expected_objects']} objects (hand count)"
+            )
+        if "points" in r:
+            lines.append(
+                f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
+                f"{r['masks_merging']} masks over two or more ({r['objects_merged']} objects)"
             )
     return "\n".join(lines)

@@ -69,3 +69,26 @@ def test_labels_match_regions_only_when_the_match_is_good() -> None:
     assert 0.2 <= confidence[1] <= 1.0 and 0 not in confidence
     # A label whose only region is far too big for it: not found rather than wrong.
     assert _assign_by_hints([big], ["tomato soup can"], {}) == {}
+
+
+def test_a_handle_of_the_mugs_colour_joins_it_and_an_apple_does_not() -> None:
+    from real2sim.clutter import merge_appendages
+
+    v, u = np.mgrid[0:60, 80:0:-1].astype(float)  # a flat patch 1 m away, 2 mm per pixel
+    pts = np.stack([(u - 40) * 0.002, (v - 30) * 0.002, np.ones_like(u)], axis=-1)
+    valid = np.ones((60, 80), bool)
+    rgb = np.zeros((60, 80, 3), np.uint8)
+    mug = np.zeros((60, 80), bool)
+    mug[10:50, 10:40] = True
+    handle = np.zeros_like(mug)
+    handle[20:35, 40:46] = True
+    apple = np.zeros_like(mug)
+    apple[35:50, 40:52] = True
+    rgb[mug | handle] = (90, 140, 140)
+    rgb[apple] = (180, 200, 40)
+    merged = merge_appendages([(handle, 0.08), (mug, 0.1), (apple, 0.07)], pts, valid, rgb)
+    assert len(merged) == 2
+    assert merged[0][0].sum() == (mug | handle).sum() and merged[0][1] == 0.1
+    assert np.array_equal(merged[1][0], apple)
+    # A region taller than its neighbour is not a part of it (a bottle beside a tub).
+    assert len(merge_appendages([(handle, 0.2), (mug, 0.1)], pts, valid, rgb)) == 2

@@ -104,3 +104,15 @@ def test_cleargrasp_frames_ship_their_objects_masks() -> None:
     assert all(m.shape == (720, 1280) and m.sum() > 20000 for m in masks)
     assert not np.any(np.sum(masks, axis=0) > 1)  # disjoint
     assert reference_masks(_data("rgbd/posecnn/000001-color.png")) is None
+
+
+def test_hand_counted_objects_are_ground_truth_the_segmenter_never_reads() -> None:
+    from real2sim.datasets import EXPECTED_OBJECTS, discover_real_frames
+
+    frames = set(discover_real_frames(_data("rgbd")))
+    assert set(EXPECTED_OBJECTS) <= frames
+    assert not set(EXPECTED_OBJECTS) & set(REAL_FRAMES)  # counted frames run unlabelled: regions = objects
+    assert all(n > 0 for n in EXPECTED_OBJECTS.values())
+    root = Path(__file__).resolve().parents[2] / "real2sim"
+    readers = [p.name for p in root.glob("*.py") if "EXPECTED_OBJECTS" in p.read_text()]
+    assert readers == ["datasets.py"]  # only where it is defined: the measured code cannot see it

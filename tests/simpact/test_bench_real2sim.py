@@ -114,3 +114,35 @@ def test_points_extent_is_the_oriented_footprint_and_the_height() -> None:
     c, s = np.cos(0.6), np.sin(0.6)
     pts = local @ np.array([[c, s, 0.0], [-s, c, 0.0], [0.0, 0.0, 1.0]]) + [0.3, -0.1, 0.0]
     assert np.sort(points_extent(pts)) == pytest.approx([0.06, 0.16, 0.2], abs=0.003)
+
+
+def test_regions_are_reported_against_the_hand_count() -> None:
+    from simpact.bench.real2sim import _summarise
+
+    records = [
+        {
+            "frame": "rgbd/uois/image_0008.npy",
+            "regions": 8,
+            "expected_objects": 10,
+            "objects": {},
+            "seconds": 1,
+        },
+        {"frame": "rgbd/posecnn/000001-color.png", "regions": None, "expected_objects": None, "objects": {}},
+    ]
+    summary, _ = _summarise([], records)
+    assert summary["real"]["regions_vs_expected"] == {"rgbd/uois/image_0008.npy": [8, 10]}
+    table = format_table({"rendered": [], "real": records})
+    assert "regions 8 of 10 objects" in table and table.count("regions") == 1
+
+
+def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
+    from simpact.bench.real2sim import _against_object_points
+
+    a = np.zeros((20, 30), bool)
+    a[2:8, 2:20] = True  # spans the first two points
+    b = np.zeros((20, 30), bool)
+    b[13:20, 23:30] = True
+    b[17, 27] = False  # a hole without depth: the pixel in it is still held
+    got = _against_object_points([(4, 4), (15, 5), (5, 16), (27, 17)], [a, b])
+    assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
+    assert _against_object_points(None, [a]) == {}
