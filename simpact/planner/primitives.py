@@ -11,6 +11,7 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
   (with the fingers' front, or their side so the hand spans the push's line and clears walls beside it).
 * ``pick``: grasp an object (from above, fingers across its narrowest side) and place it at a point or on /
   in another object (its top, or a bowl's inner floor).
+* ``place``: set down an object the robot starts holding at a point or on / in another object.
 * ``slide``: grasp an object, press it onto the table and slide it to a point (around an object in the way):
   it moves held, so it neither tips nor leaves the table.
 * ``hold``: grasp an object and lift it by a height, holding it there.
@@ -52,6 +53,7 @@ __all__ = [
     "Tcp",
     "geometry",
     "pick_builder",
+    "place_builder",
     "pivot_builder",
     "push_builder",
     "hold_builder",
@@ -458,6 +460,28 @@ def pick_builder(name: str, goal: np.ndarray | None, onto: str | None) -> Builde
         where = centre[:2] if centre is not None else np.asarray(goal, dtype=float)[:2]
         path.move_to(where[0] + dx, where[1] + dy, reason="carry it over the goal")
         path.to_z(surface + release + above, "set it down")
+        path.release("let go")
+        path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
+        return path
+
+    return build
+
+
+def place_builder(name: str, goal: np.ndarray) -> Builder:
+    """Set down ``name``, already in the hand (a scene whose robot starts holding it): rise to carry it
+    ``lift`` (m) clear of the others, over ``goal`` (where its centre should end, m) shifted by ``dx``,
+    ``dy``, down until its centre is ``release`` above the goal's height, let go, rise."""
+
+    def build(ctx: Context, v: np.ndarray) -> _Path:
+        lift, dx, dy, release = v
+        box = ctx.boxes[name]
+        path = _Path(ctx.tcp)
+        grip = path.p[2] - box.centre[2]  # the TCP over the held object's centre; it moves with the hand
+        others = [b.top for k, b in ctx.boxes.items() if k != name and b.collides]
+        carry = max(others, default=0.0) + lift + grip + box.half[2]
+        path.to_z(max(carry, path.p[2]), f"carry {name} clear of the others")
+        path.move_to(goal[0] + dx, goal[1] + dy, reason="carry it over the goal")
+        path.to_z(goal[2] + release + grip, "set it down")
         path.release("let go")
         path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
         return path

@@ -274,7 +274,7 @@ class _Search:
             return
         boxes = geometry(self.scene, self.state_at(node))
         done = satisfied(node.details)
-        for k, prim in enumerate(primitives_for(self.hints, boxes, node.depth)):
+        for k, prim in enumerate(primitives_for(self.hints, boxes, node.depth, self.held(node))):
             self._seq += 1
             later = 1.0 if prim.subject in done else 0.0  # its object's goal already holds: try it last
             heapq.heappush(queue, (later - node.score, self._seq, node.id, k))
@@ -290,8 +290,14 @@ class _Search:
             boxes = geometry(self.scene, self.state_at(node))
             start = self.world.start_pose(node.snapshot)
             ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
-            self._contexts[node.id] = [(p, ctx) for p in primitives_for(self.hints, boxes, node.depth)]
+            found = primitives_for(self.hints, boxes, node.depth, self.held(node))
+            self._contexts[node.id] = [(p, ctx) for p in found]
         return self._contexts[node.id]
+
+    def held(self, node: Node) -> str | None:
+        """The object in the hand where ``node`` ends: the scene's ``robot.holding`` at the root (every
+        primitive but ``hold`` lets go, and ``hold`` only ends a branch: its goal is met or not)."""
+        return self.scene.robot.holding if node.depth == 0 else None
 
     def state_at(self, node: Node) -> WorldState:
         return self.world.state() if node.own is None else node.own.states[-1]
