@@ -12,6 +12,7 @@ pytest.importorskip("pybullet")
 
 from simpact.bench import calvin_simpact as cs  # noqa: E402
 from simpact.bench.calvin import MODES  # noqa: E402
+from simpact.bench.calvin_execute import untilt  # noqa: E402
 from simpact.calvin.data import CalvinDataMissing, load_chains  # noqa: E402
 from simpact.core.scene import RobotStart, Scene, SceneObject  # noqa: E402
 
@@ -230,7 +231,7 @@ def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None
     m.by([0.0, 0.0, 0.0], hold=10)
     before, euler = env.robot.tcp_pose()
     assert abs(abs(euler[0]) - np.pi) > 0.5
-    cs._untilt(env)
+    untilt(env)
     after, euler = env.robot.tcp_pose()
     assert abs(abs(euler[0]) - np.pi) < 0.05
     assert after[1] < before[1] - 0.08
