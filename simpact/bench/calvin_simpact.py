@@ -40,12 +40,24 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
-from scipy.spatial.transform import Rotation
 
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.bench.calvin_execute import TILT, execute, untilt
-from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, fixed_box, table_parts
+from simpact.bench.calvin_parts import (
+    DRAWER_TASKS,
+    HOUSING,
+    JOINT_GOALS,
+    TABLE_BOX,
+    TABLE_Z,
+    aabb,
+    cabinet_boxes,
+    drawer_boxes,
+    fixed_box,
+    table_parts,
+    to_calvin,
+    to_scene,
+)
+from simpact.bench.calvin_place import INSIDE_DRAWER, PLACE_GOALS, held_block
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
 from simpact.planner.tree import plan_tree
@@ -71,10 +83,6 @@ __all__ = [
     "to_scene",
 ]
 
-TABLE_Z = 0.44
-"""CALVIN's table top height, m (the blocks, 0.04 m high, rest with their centres at 0.46)."""
-BASE_XY = (-0.34, -0.46)
-"""CALVIN's Panda base in x and y, m (scene D, no rotation): the scene frame's origin."""
 YAW_OFFSET = math.pi / 2
 """CALVIN's hand yaw minus SIMPACT's for the same finger direction, rad."""
 SCENE_SOURCE = "frame"
@@ -99,16 +107,6 @@ class Unsupported(SimpactError):
 
 
 # --- frames -------------------------------------------------------------------------------------------------
-def to_scene(p: ArrayLike) -> np.ndarray:
-    """A CALVIN world point (m) in the scene frame (origin at the Panda base's x, y and the table top)."""
-    return np.asarray(p, dtype=float) - np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
-
-
-def to_calvin(p: ArrayLike) -> np.ndarray:
-    """A scene point (m) in CALVIN's world frame (inverse of :func:`to_scene`)."""
-    return np.asarray(p, dtype=float) + np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
-
-
 def _wrap_half(a: float) -> float:
     """``a`` mod pi into [-pi/2, pi/2) (the hand is symmetric under a half turn)."""
     return float((a + math.pi / 2) % math.pi - math.pi / 2)
@@ -117,14 +115,16 @@ def _wrap_half(a: float) -> float:
 # --- the scene ----------------------------------------------------------------------------------------------
 FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
     "button_housing": HOUSING,
-    "cabinet_front": ((-0.44, 0.0, TABLE_Z), (0.44, 0.08, 0.52)),
-    "cabinet_back": ((-0.44, 0.08, TABLE_Z), (0.44, 0.18, 0.65)),
 }
 """The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
-of the table's collision mesh: the LED button's housing (below its cap, a part), and the slanted front of
-the sliding cabinet in two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that
-would overlap a block (e.g. one in the cabinet's opening) is left out of that scene; so is a part
-(:data:`~simpact.bench.calvin_parts.PARTS`)."""
+of the table's collision mesh: the LED button's housing (below its cap, a part). With them, the sliding
+cabinet's slanted front with the plank's opening cut out where the door leaves it
+(:func:`~simpact.bench.calvin_parts.cabinet_boxes`), and for :data:`INSIDE_DRAWER` subtasks the drawer's
+inside (:func:`~simpact.bench.calvin_parts.drawer_boxes`). A box that would overlap a block by more than
+:data:`_OVERLAP` (e.g. the cabinet's over a block behind the door) is left out of that scene; so is a
+part (:data:`~simpact.bench.calvin_parts.PARTS`)."""
+_OVERLAP = 0.003
+"""A block resting on a box touches it, m: a deeper overlap leaves the box out."""
 
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
@@ -156,27 +156,16 @@ def frame_blocks(env: Any) -> dict[str, SceneObject]:
     return out
 
 
-def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
-    """A box object's axis-aligned bounds in the scene frame, m."""
-    w, x, y, z = obj.quaternion
-    half = np.abs(Rotation.from_quat([x, y, z, w]).as_matrix()) @ (np.asarray(obj.size) / 2)
-    centre = np.asarray(obj.position, dtype=float)
-    return centre - half, centre + half
-
-
-def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = False) -> Scene:
-    """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
-    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
-    positions, the fixed boxes, the robot. ``open_front``: CALVIN's table top is a fixed box
-    (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a 5 cm square
-    behind the robot, so the drawer under the table's front edge is free to reach."""
+def _blocks(env: Any, source: str, held: str | None) -> list[SceneObject]:
+    """The blocks from ``source`` (see :data:`SCENE_SOURCE`); an unseen block and the ``held`` one (the
+    hand hides it) from the simulator's poses and collision boxes."""
     pb, cid = env.pb, env.cid
-    seen = frame_blocks(env) if source == "frame" else {}
     if source not in ("frame", "ground_truth"):
         raise SimpactError(f"unknown scene source {source!r}; expected frame or ground_truth")
+    seen = frame_blocks(env) if source == "frame" else {}
     objects = []
     for color, uid in env.table.blocks.items():
-        if f"block_{color}" in seen:
+        if f"block_{color}" in seen and color != held:
             objects.append(seen[f"block_{color}"])
             continue
         pos, quat = pb.getBasePositionAndOrientation(uid, physicsClientId=cid)
@@ -194,11 +183,33 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
                 rgba=_RGBA.get(color, (0.7, 0.7, 0.7, 1.0)),
             )
         )
-    spans = [_aabb(o) for o in objects]
-    fixed = [fixed_box(n, to_scene(low), to_scene(high), friction=0.5, rgba=(0.6, 0.5, 0.4, 1.0))
-             for n, (low, high) in FIXED.items()]  # fmt: skip
-    for part in [*table_parts(env, to_scene), *fixed]:
-        lo, hi = _aabb(part)
+    return objects
+
+
+def _fixed(env: Any, drawer_inside: bool) -> list[SceneObject]:
+    """The fixed boxes of :data:`FIXED` in the scene frame."""
+    boxes = {**FIXED, **cabinet_boxes(float(env.table.joint("base__slide")))}
+    if drawer_inside:
+        boxes.update(drawer_boxes(float(env.table.joint("base__drawer"))))
+    return [fixed_box(n, to_scene(low), to_scene(high), friction=0.5, rgba=(0.6, 0.5, 0.4, 1.0))
+            for n, (low, high) in boxes.items()]  # fmt: skip
+
+
+def calvin_scene(
+    env: Any, source: str = "ground_truth", open_front: bool = False, drawer_inside: bool = False
+) -> Scene:
+    """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
+    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
+    positions, the fixed boxes (``drawer_inside``: the drawer's too), the robot, holding the block it alone
+    touches (:func:`~simpact.bench.calvin_place.held_block`). ``open_front``: CALVIN's table top is a
+    fixed box (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a
+    5 cm square behind the robot, so the drawer under the table's front edge is free to reach."""
+    held = held_block(env)
+    objects = _blocks(env, source, held)
+    spans = [aabb(o) for o in objects]
+    for part in [*table_parts(env, to_scene), *_fixed(env, drawer_inside)]:
+        lo, hi = aabb(part)
+        lo, hi = lo + _OVERLAP, hi - _OVERLAP
         if not any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
             objects.append(part)  # unless it would overlap a block
     tcp, euler = env.robot.tcp_pose()
@@ -207,6 +218,7 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
         tuple(float(v) for v in to_scene(tcp)),  # type: ignore[arg-type]
         _wrap_half(float(euler[2]) - YAW_OFFSET),
         float(np.clip(width, 0.0, 0.08)),
+        holding=None if held is None else f"block_{held}",
     )
     if not open_front:
         return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
@@ -287,6 +299,7 @@ def _goals() -> dict[str, GoalMaker]:
         out[f"rotate_{color}_block_left"] = lambda s, c=color: _rotate(c, 1.0, s)  # type: ignore[misc]
     out["unstack_block"] = _unstack
     out.update(JOINT_GOALS)
+    out.update(PLACE_GOALS)
     return out
 
 
@@ -305,9 +318,6 @@ changes by more than -60 / 60 deg), nearly level and in place (see :func:`_rotat
 
 UNSUPPORTED: dict[str, str] = {
     "lift_*_block_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "place_in_": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express; the "
-    "slider and drawer are not in the scene",
-    "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
     "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
 }
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
@@ -376,10 +386,12 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
     untilt(env)
-    open_front = task in DRAWER_TASKS
-    scene = calvin_scene(env, SCENE_SOURCE, open_front)
+    inside = task in INSIDE_DRAWER
+    open_front = task in DRAWER_TASKS or inside
+    scene = calvin_scene(env, SCENE_SOURCE, open_front, inside)
+    LAST["held_block"] = scene.robot.holding
     if SCENE_SOURCE == "frame":
-        truth = calvin_scene(env, "ground_truth", open_front)
+        truth = calvin_scene(env, "ground_truth", open_front, inside)
         LAST["ground_truth_blocks"] = [
             o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
         ]

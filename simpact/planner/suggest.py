@@ -230,15 +230,16 @@ def _pick_primitive(name: str, point: np.ndarray | None, onto: str | None) -> Pr
 
 def _place_primitive(name: str, point: np.ndarray, onto: str | None) -> Primitive:
     """Set the held ``name`` down with its centre at ``point`` (m): carried ``lift`` clear of the others,
-    up to 2 cm off in x and y, let go up to 2 cm above."""
+    up to 2 cm off in x and y, let go 5 mm to 2.5 cm above (set down lower, an error in the held object's
+    height presses it and what it lands on into their support)."""
     span = 0.02
     return Primitive(
         "place",
         name,
         onto if onto is not None else f"({point[0]:.3f}, {point[1]:.3f}, {point[2]:.3f})",
         ("lift", "dx", "dy", "release"),
-        (0.01, -span, -span, 0.0),
-        (0.08, span, span, 0.02),
+        (0.01, -span, -span, 0.005),
+        (0.08, span, span, 0.025),
         place_builder(name, point),
     )
 

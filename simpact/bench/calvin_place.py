@@ -1,0 +1,155 @@
+"""Mode ``simpact-offline``'s subtasks that start with a block in the hand: ``place_in_slider``,
+``place_in_drawer`` and ``stack_block`` (each follows a lift in its chain; CALVIN never resets the robot
+between subtasks).
+
+The scene starts with the robot holding the block (:class:`~simpact.core.scene.RobotStart` ``holding``;
+the block the robot alone touches, :func:`held_block`, taken from the simulator: the hand hides it from
+the camera), and the goal is CALVIN's check as predicates in the scene frame (:data:`PLACE_GOALS`):
+
+* ``place_in_slider``: the block's centre over the part of the sliding cabinet's plank the door leaves
+  open (:func:`~simpact.bench.calvin_parts.slider_openings`), clear of the blocks already there, resting
+  on it, and the robot no longer touching it (CALVIN: it touches ``plank_link``, not the robot).
+* ``place_in_drawer``: the same over the open drawer's floor, in front of the table's edge (CALVIN: it
+  touches ``drawer_link``); the drawer's inside is in that scene as fixed boxes
+  (:func:`~simpact.bench.calvin_parts.drawer_boxes`).
+* ``stack_block``: the block resting on another (any of those on the table top in front of the cabinet,
+  or of all others if none is; CALVIN: a block-to-block contact appears, the blocks slower than 1 m/s
+  and 1 rad/s), not touched by the robot.
+
+The planner sets the held block down with its ``place`` primitive (no new grasp).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from simpact.bench.calvin_parts import (
+    DRAWER_INSIDE,
+    PLANK,
+    TABLE_Z,
+    aabb,
+    slider_openings,
+    to_calvin,
+    to_scene,
+)
+from simpact.core.errors import SimpactError
+from simpact.core.scene import Scene, SceneObject
+
+__all__ = ["INSIDE_DRAWER", "PLACE_GOALS", "held_block"]
+
+_MARGIN = 0.01
+"""Room kept between a placed block and a wall or another block, m."""
+_REST = (-0.01, 0.015)
+"""A placed block's centre below / above where it rests on the surface, m (it rests, not held up)."""
+_TABLE_EDGE_Y = -0.182
+"""CALVIN's table top's front edge, m: the drawer's floor behind it is under the table."""
+_OPEN = 0.12
+"""The drawer's joint position from which its inside is reachable from above, m."""
+
+INSIDE_DRAWER = ("place_in_drawer",)
+"""Subtasks planned with the drawer's inside in the scene."""
+
+
+def held_block(env: Any) -> str | None:
+    """The colour of the block the robot alone touches in ``env`` (rebuild back-end), or ``None``."""
+    touching = {body for body, _ in env.snapshot().robot_contacts}
+    held = [color for color, uid in env.table.blocks.items() if uid in touching]
+    return held[0] if len(held) == 1 and len(touching) == 1 else None
+
+
+def _held(scene: Scene, task: str) -> SceneObject:
+    if scene.robot.holding is None:
+        raise SimpactError(f"{task}: the robot holds no block (the lift before it failed)")
+    return scene.object(scene.robot.holding)
+
+
+def _gap(lo: float, hi: float, blocked: list[tuple[float, float]]) -> tuple[float, float]:
+    """The widest part of [lo, hi] (m) outside every blocked span."""
+    best, at = (lo, lo), lo
+    for a, b in sorted(blocked) + [(hi, hi)]:
+        if a > at and min(a, hi) - at > best[1] - best[0]:
+            best = (at, min(a, hi))
+        at = max(at, b)
+    return best
+
+
+def _region(scene: Scene, task: str, xs: list[tuple[float, float]], ys: tuple[float, float],
+            floor: float) -> list[dict[str, Any]]:  # fmt: skip
+    """The held block set down on a surface at height ``floor`` (scene frame, m), its centre over one of
+    the x spans ``xs`` by y span ``ys`` (scene frame, m), clear of the other blocks there, and let go."""
+    held = _held(scene, task)
+    lo, hi = aabb(held)
+    half = (hi - lo) / 2
+    blocked = []
+    for o in scene.objects:
+        if o.name.startswith("block_") and o.name != held.name:
+            b_lo, b_hi = aabb(o)
+            if b_lo[1] < ys[1] and b_hi[1] > ys[0] and b_lo[2] < floor + 0.03:
+                blocked.append((float(b_lo[0]) - _MARGIN, float(b_hi[0]) + _MARGIN))
+    x0, x1 = max((_gap(a, b, blocked) for a, b in xs), key=lambda g: g[1] - g[0])
+    x0, x1 = x0 + half[0] + _MARGIN, x1 - half[0] - _MARGIN
+    if x1 < x0:
+        raise SimpactError(f"{task}: no room for {held.name} there")
+    y0, y1 = ys[0] + half[1] + _MARGIN, ys[1] - half[1] - _MARGIN
+    if y1 < y0:
+        y0 = y1 = (ys[0] + ys[1]) / 2
+    z = floor + half[2]
+    box = {"min": [x0, y0, z + _REST[0]], "max": [x1, y1, z + _REST[1]]}
+    return [
+        {"in_region": {"object": held.name, **{k: [round(float(v), 4) for v in c] for k, c in box.items()}}},
+        {"not_touched": {"object": held.name, "during": "end"}},
+    ]
+
+
+def _joint(scene: Scene, part: str, task: str) -> float:
+    try:
+        return float(scene.object(part).joint["position"])
+    except (KeyError, SimpactError):
+        raise SimpactError(f"{task}: the {part} is not in the scene") from None
+
+
+def _place_in_slider(scene: Scene) -> list[dict[str, Any]]:
+    q = _joint(scene, "slider", "place_in_slider")
+    off = to_scene([0.0, 0.0, 0.0])
+    xs = [(a + off[0], b + off[0]) for a, b in slider_openings(q)]
+    ys = (PLANK[0][1] + off[1], PLANK[1][1] + off[1])
+    return _region(scene, "place_in_slider", xs, ys, PLANK[1][2] - TABLE_Z)
+
+
+def _place_in_drawer(scene: Scene) -> list[dict[str, Any]]:
+    q = _joint(scene, "drawer", "place_in_drawer")
+    if q < _OPEN:
+        raise SimpactError(f"place_in_drawer: the drawer is closed ({q:.3f} m open)")
+    (x0, y0, z0), (x1, y1, _) = DRAWER_INSIDE
+    shift = -(q - 0.22)
+    low, high = to_scene([x0, y0 + shift, z0]), to_scene([x1, min(y1 + shift, _TABLE_EDGE_Y), z0])
+    return _region(scene, "place_in_drawer", [(low[0], high[0])], (low[1], high[1]), float(low[2]))
+
+
+def _on_table_top(obj: SceneObject) -> bool:
+    """Whether a block rests on CALVIN's table top in front of the cabinet (not in the cabinet, where the
+    door may cover it, nor in the drawer)."""
+    x, y, z = to_calvin(obj.position)
+    return bool(_TABLE_EDGE_Y < y < 0.0 and z < TABLE_Z + 0.05 and abs(x) < 0.44)
+
+
+def _stack(scene: Scene) -> list[dict[str, Any]]:
+    held = _held(scene, "stack_block")
+    others = [o for o in scene.objects if o.name.startswith("block_") and o.name != held.name]
+    if not others:
+        raise SimpactError("stack_block: no other block")
+    onto = [o.name for o in others if _on_table_top(o)] or [o.name for o in others]
+    return [
+        {"any": [{"on_top_of": {"object": held.name, "onto": other}} for other in onto]},
+        {"not_touched": {"object": held.name, "during": "end"}},
+    ]
+
+
+PLACE_GOALS: dict[str, Callable[[Scene], list[dict[str, Any]]]] = {
+    "place_in_slider": _place_in_slider,
+    "place_in_drawer": _place_in_drawer,
+    "stack_block": _stack,
+}
+"""CALVIN subtask → its goal predicates for a scene whose robot holds the block (see the module
+docstring)."""
