@@ -42,7 +42,7 @@ from simpact.core.rollout import Rollout, Trace, WorldState
 from simpact.core.scene import Scene
 from simpact.planner.audit import audit_and_repair, clean
 from simpact.planner.offline import refit
-from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, safe_height
+from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, lowest_tcp, safe_height
 from simpact.planner.records import PlanHooks, Proposal
 from simpact.planner.suggest import primitives_for
 from simpact.tasks import Evaluation, Task
@@ -289,7 +289,8 @@ class _Search:
                 )
             boxes = geometry(self.scene, self.state_at(node))
             start = self.world.start_pose(node.snapshot)
-            ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
+            ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict(),
+                          lowest_tcp(boxes))  # fmt: skip
             found = primitives_for(self.hints, boxes, node.depth, self.held(node))
             self._contexts[node.id] = [(p, ctx) for p in found]
         return self._contexts[node.id]

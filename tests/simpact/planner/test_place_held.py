@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from simpact.planner.primitives import geometry
+from simpact.core.scene import Scene, SceneObject
+from simpact.planner.primitives import MIN_Z, geometry, lowest_tcp
 from simpact.planner.suggest import primitives_for
 from simpact.planner.tree import plan_tree, task_hints
 from simpact.tasks import Task
@@ -53,3 +54,14 @@ def test_the_tree_stacks_the_held_block() -> None:
     assert "GRASP" not in kinds and "RELEASE" in kinds
     held = best.rollout.final.objects["held"].position
     assert held[2] == pytest.approx(0.06, abs=0.005)  # on the lower block's top (0.04) + half its height
+
+
+def test_the_lowest_tcp_follows_a_fixed_floor_below_the_table_plane() -> None:
+    """A fixed box whose top is below the table plane (a drawer's floor) lowers how far primitives go."""
+    floor = SceneObject("floor", "box", (0.3, 0.3, 0.02), (0.5, 0.0, -0.11), fixed=True)
+    block = SceneObject("b", "box", (0.04, 0.04, 0.04), (0.5, 0.0, -0.08), mass=0.5)
+    scene = Scene((floor, block))
+    boxes = geometry(scene, MujocoWorld(scene).state())
+    assert lowest_tcp(boxes) == pytest.approx(MIN_Z - 0.1)
+    on_table = Scene((SceneObject("b", "box", (0.04, 0.04, 0.04), (0.5, 0.0, 0.02), mass=0.5),))
+    assert lowest_tcp(geometry(on_table, MujocoWorld(on_table).state())) == MIN_Z
