@@ -146,10 +146,11 @@ def test_goals_per_family() -> None:
     assert cs.goal_for("turn_off_lightbulb", scene) == [{"joint_at": {"object": "switch", "below": 0.044}}]
     assert cs.goal_for("open_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": 0.12}}]
     assert cs.goal_for("close_drawer", scene) == [{"joint_at": {"object": "drawer", "moved": -0.12}}]
-    unsupported = ("lift_red_block_drawer", "push_into_drawer")
-    for task in unsupported:
-        with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
-            cs.goal_for(task, scene)
+    from simpact.calvin.data import SUBTASKS
+
+    assert set(SUBTASKS) <= set(cs.GOALS)  # all 34 have a goal
+    with pytest.raises(cs.Unsupported, match="unsupported in simpact-offline"):
+        cs.goal_for("juggle_blocks", scene)
     with pytest.raises(cs.SimpactError, match="no block stands"):
         cs.goal_for("unstack_block", _scene(_block("block_red", 0.02)))
     spec = cs.subtask_task("lift_red_block_table", "lift it", scene)
@@ -184,20 +185,48 @@ def test_goals_of_the_subtasks_that_start_with_a_block_in_the_hand() -> None:
         cs.goal_for("stack_block", dataclasses.replace(scene, robot=RobotStart()))
 
 
+def test_goals_of_the_drawers_inside() -> None:
+    """The drawer open (0.22): push_into_drawer puts a block from the table top on its floor, in front of
+    the table's edge; the lift from it counts from its floor; shut, the inside cannot be reached."""
+    from simpact.bench.calvin_parts import DRAWER_INSIDE
+
+    def drawer(q: float) -> SceneObject:
+        joint = {"type": "slide", "axis": [0, -1, 0], "range": [0, 0.22], "position": q}
+        return SceneObject("drawer", "box", (0.24, 0.02, 0.04), (0.52, 0.2, -0.08), fixed=True, joint=joint)
+
+    table_block = _block("block_pink", 0.02)  # CALVIN (0.16, -0.16, 0.46): on the table top
+    scene = _scene(table_block, drawer(0.22))
+    (any_of,) = cs.goal_for("push_into_drawer", scene)
+    region = any_of["any"][0][0]["in_region"]
+    assert region["object"] == "block_pink"
+    floor = cs.to_scene(DRAWER_INSIDE[0])[2]
+    assert region["min"][2] < floor + 0.02 < region["max"][2]  # resting on the floor
+    assert cs.to_calvin([0, region["max"][1], 0])[1] < -0.182 - 0.02  # past the table's edge
+    lift = cs.goal_for("lift_red_block_drawer", scene)[0]["lifted"]
+    assert lift["from_z"] == pytest.approx(floor, abs=1e-4) and lift["held"] is True
+    with pytest.raises(cs.SimpactError, match="drawer is closed"):
+        cs.goal_for("push_into_drawer", _scene(table_block, drawer(0.0)))
+
+
 @pytest.mark.parametrize(
-    ("index", "task"), [(2, "place_in_slider"), (14, "stack_block"), (30, "place_in_drawer")]
+    ("index", "task"),
+    [(2, "place_in_slider"), (14, "stack_block"), (30, "place_in_drawer"), (21, "lift_pink_block_drawer")],
 )
-def test_a_subtask_that_starts_with_a_block_in_the_hand_end_to_end(env, index: int, task: str) -> None:
-    """The lift before it scripted, then the subtask planned in a scene whose robot starts holding the
-    lifted block (``place``, no new grasp) and judged in CALVIN."""
+def test_hand_start_and_drawer_inside_families_end_to_end(env, index: int, task: str) -> None:
+    """The subtasks before it scripted, then the subtask planned and judged in CALVIN: a place or stack in
+    a scene whose robot starts holding the lifted block (``place``, no new grasp); a lift out of the drawer,
+    its inside in the scene."""
     from simpact.bench.calvin_family import family_attempts
 
     (row,) = family_attempts(env, task, [CHAINS[index]], 1)
     assert row["prefix_ok"] and row["success"], row
     said = row["subtask"]["policy"]
-    assert said["held_block"] is not None and said["planner_success"] is True
+    assert said["planner_success"] is True
     kinds = [a["type"] for a in cs.LAST["actions"]]
-    assert "GRASP" not in kinds and "RELEASE" in kinds
+    if task.startswith("lift"):
+        assert said["held_block"] is None and "GRASP" in kinds
+    else:
+        assert said["held_block"] is not None and "GRASP" not in kinds and "RELEASE" in kinds
 
 
 def test_lift_red_block_table_end_to_end(env) -> None:
@@ -256,15 +285,17 @@ def test_joint_families_end_to_end(env, index: int, task: str) -> None:
     assert cs.LAST["family"] == task
 
 
-def test_unsupported_family_fails_the_subtask(env) -> None:
+def test_a_failing_policy_fails_the_subtask_and_says_why(env) -> None:
+    """place_in_slider with nothing in the hand (chain 4 starts with open_drawer): the scene's robot holds
+    no block, so the goal cannot be made; the subtask fails, its record says why and what was seen."""
     from simpact.calvin.evaluate import evaluate_chain
 
-    chain = dataclasses.replace(CHAINS[4], sequence=("push_into_drawer", "open_drawer"))
+    chain = dataclasses.replace(CHAINS[4], sequence=("place_in_slider", "open_drawer"))
     record = evaluate_chain(env, chain, MODES["simpact-offline"])
     assert record["completed"] == 0
-    assert "push_into_drawer unsupported" in record["subtasks"][0]["policy_error"]
+    assert "holds no block" in record["subtasks"][0]["policy_error"]
     assert record["subtasks"][0]["steps"] == 0
-    assert record["subtasks"][0]["policy"]["family"] == "push_into_drawer"
+    assert record["subtasks"][0]["policy"]["family"] == "place_in_slider"
 
 
 def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None:

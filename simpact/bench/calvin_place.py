@@ -1,6 +1,6 @@
-"""Mode ``simpact-offline``'s subtasks that start with a block in the hand: ``place_in_slider``,
-``place_in_drawer`` and ``stack_block`` (each follows a lift in its chain; CALVIN never resets the robot
-between subtasks).
+"""Mode ``simpact-offline``'s subtasks that start with a block in the hand (``place_in_slider``,
+``place_in_drawer``, ``stack_block``: each follows a lift in its chain; CALVIN never resets the robot
+between subtasks) and those in the drawer's inside (``lift_C_block_drawer``, ``push_into_drawer``).
 
 The scene starts with the robot holding the block (:class:`~simpact.core.scene.RobotStart` ``holding``;
 the block the robot alone touches, :func:`held_block`, taken from the simulator: the hand hides it from
@@ -17,12 +17,22 @@ the camera), and the goal is CALVIN's check as predicates in the scene frame (:d
   and 1 rad/s), not touched by the robot.
 
 The planner sets the held block down with its ``place`` primitive (no new grasp).
+
+The drawer's inside (in the scenes of :data:`INSIDE_DRAWER`):
+
+* ``lift_C_block_drawer``: the block's lowest point 6 cm above the drawer's floor, held (CALVIN: it rises
+  5 cm from where it was on ``drawer_link``, the robot its only contact).
+* ``push_into_drawer``: a block on the table top (any of them) resting on the open drawer's floor in
+  front of the table, not touched by the robot at the end (CALVIN: from touching only the table's
+  ``base_link`` to touching ``drawer_link``, no robot contact at either time: a pick and place counts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from simpact.bench.calvin_parts import (
     DRAWER_INSIDE,
@@ -36,7 +46,7 @@ from simpact.bench.calvin_parts import (
 from simpact.core.errors import SimpactError
 from simpact.core.scene import Scene, SceneObject
 
-__all__ = ["INSIDE_DRAWER", "PLACE_GOALS", "held_block"]
+__all__ = ["HAND_START", "INSIDE_DRAWER", "PLACE_GOALS", "held_block"]
 
 _MARGIN = 0.01
 """Room kept between a placed block and a wall or another block, m."""
@@ -46,8 +56,15 @@ _TABLE_EDGE_Y = -0.182
 """CALVIN's table top's front edge, m: the drawer's floor behind it is under the table."""
 _OPEN = 0.12
 """The drawer's joint position from which its inside is reachable from above, m."""
+_PAST_EDGE = 0.03
+"""How much farther than needed to clear the table's edge a block pushed into the drawer must go, m."""
 
-INSIDE_DRAWER = ("place_in_drawer",)
+_COLORS = ("red", "blue", "pink")
+HAND_START = ("place_in_slider", "place_in_drawer", "stack_block")
+"""Subtasks planned with the robot holding the block it alone touches (another subtask that starts with a
+block in the hand, e.g. after a rotation CALVIN's check stopped mid-turn, is planned as before: the
+fingers at their opening around it, not squeezing)."""
+INSIDE_DRAWER = ("place_in_drawer", "push_into_drawer", *(f"lift_{c}_block_drawer" for c in _COLORS))
 """Subtasks planned with the drawer's inside in the scene."""
 
 
@@ -74,11 +91,10 @@ def _gap(lo: float, hi: float, blocked: list[tuple[float, float]]) -> tuple[floa
     return best
 
 
-def _region(scene: Scene, task: str, xs: list[tuple[float, float]], ys: tuple[float, float],
-            floor: float) -> list[dict[str, Any]]:  # fmt: skip
-    """The held block set down on a surface at height ``floor`` (scene frame, m), its centre over one of
-    the x spans ``xs`` by y span ``ys`` (scene frame, m), clear of the other blocks there, and let go."""
-    held = _held(scene, task)
+def _region(scene: Scene, task: str, held: SceneObject, xs: list[tuple[float, float]],
+            ys: tuple[float, float], floor: float) -> list[dict[str, Any]]:  # fmt: skip
+    """The block ``held`` set down on a surface at height ``floor`` (scene frame, m), its centre over one
+    of the x spans ``xs`` by y span ``ys`` (scene frame, m), clear of the other blocks there, let go."""
     lo, hi = aabb(held)
     half = (hi - lo) / 2
     blocked = []
@@ -114,17 +130,42 @@ def _place_in_slider(scene: Scene) -> list[dict[str, Any]]:
     off = to_scene([0.0, 0.0, 0.0])
     xs = [(a + off[0], b + off[0]) for a, b in slider_openings(q)]
     ys = (PLANK[0][1] + off[1], PLANK[1][1] + off[1])
-    return _region(scene, "place_in_slider", xs, ys, PLANK[1][2] - TABLE_Z)
+    held = _held(scene, "place_in_slider")
+    return _region(scene, "place_in_slider", held, xs, ys, PLANK[1][2] - TABLE_Z)
+
+
+def _drawer_inside(scene: Scene, task: str) -> tuple[np.ndarray, np.ndarray]:
+    """The open drawer's inside in front of the table's edge, scene frame (low, high corners at its
+    floor, m)."""
+    q = _joint(scene, "drawer", task)
+    if q < _OPEN:
+        raise SimpactError(f"{task}: the drawer is closed ({q:.3f} m open)")
+    (x0, y0, z0), (x1, y1, _) = DRAWER_INSIDE
+    shift = -(q - 0.22)
+    return to_scene([x0, y0 + shift, z0]), to_scene([x1, min(y1 + shift, _TABLE_EDGE_Y), z0])
 
 
 def _place_in_drawer(scene: Scene) -> list[dict[str, Any]]:
-    q = _joint(scene, "drawer", "place_in_drawer")
-    if q < _OPEN:
-        raise SimpactError(f"place_in_drawer: the drawer is closed ({q:.3f} m open)")
-    (x0, y0, z0), (x1, y1, _) = DRAWER_INSIDE
-    shift = -(q - 0.22)
-    low, high = to_scene([x0, y0 + shift, z0]), to_scene([x1, min(y1 + shift, _TABLE_EDGE_Y), z0])
-    return _region(scene, "place_in_drawer", [(low[0], high[0])], (low[1], high[1]), float(low[2]))
+    held = _held(scene, "place_in_drawer")
+    low, high = _drawer_inside(scene, "place_in_drawer")
+    return _region(scene, "place_in_drawer", held, [(low[0], high[0])], (low[1], high[1]), float(low[2]))
+
+
+def _push_into_drawer(scene: Scene) -> list[dict[str, Any]]:
+    low, high = _drawer_inside(scene, "push_into_drawer")
+    blocks = [o for o in scene.objects if o.name.startswith("block_") and _on_table_top(o)]
+    if not blocks:
+        raise SimpactError("push_into_drawer: no block on the table top")
+    ys = (float(low[1]), float(high[1]) - _PAST_EDGE)  # a push short of that may leave it on the edge
+    span = [(float(low[0]), float(high[0]))], ys
+    return [{"any": [_region(scene, "push_into_drawer", b, *span, float(low[2])) for b in blocks]}]
+
+
+def _lift_from_drawer(color: str, scene: Scene) -> list[dict[str, Any]]:
+    floor = to_scene([0.0, 0.0, DRAWER_INSIDE[0][2]])[2]
+    return [
+        {"lifted": {"object": f"block_{color}", "dz": 0.06, "from_z": round(float(floor), 4), "held": True}}
+    ]
 
 
 def _on_table_top(obj: SceneObject) -> bool:
@@ -150,6 +191,7 @@ PLACE_GOALS: dict[str, Callable[[Scene], list[dict[str, Any]]]] = {
     "place_in_slider": _place_in_slider,
     "place_in_drawer": _place_in_drawer,
     "stack_block": _stack,
+    "push_into_drawer": _push_into_drawer,
+    **{f"lift_{c}_block_drawer": (lambda s, c=c: _lift_from_drawer(c, s)) for c in _COLORS},  # type: ignore[misc]
 }
-"""CALVIN subtask → its goal predicates for a scene whose robot holds the block (see the module
-docstring)."""
+"""CALVIN subtask → its goal predicates (see the module docstring)."""

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.pipeline import Real2SimConfig, run_real2sim
+from real2sim.pipeline import Real2SimConfig, Real2SimError, run_real2sim
 from simpact.bench.calvin_execute import TILT, execute, untilt
 from simpact.bench.calvin_parts import (
     DRAWER_TASKS,
@@ -57,7 +57,7 @@ from simpact.bench.calvin_parts import (
     to_calvin,
     to_scene,
 )
-from simpact.bench.calvin_place import INSIDE_DRAWER, PLACE_GOALS, held_block
+from simpact.bench.calvin_place import HAND_START, INSIDE_DRAWER, PLACE_GOALS, held_block
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
 from simpact.planner.tree import plan_tree
@@ -133,11 +133,19 @@ def frame_blocks(env: Any) -> dict[str, SceneObject]:
     """The blocks real2sim finds in the static camera's RGB-D frame with its ground-truth masks (``masks``
     back-end), as boxes of the fitted extents and poses in the scene frame (real2sim's frame: the camera's
     pose relative to the robot base in x and y, the table plane it finds at z = 0). CALVIN's block mass
-    and friction. Blocks the camera does not see are absent."""
+    and friction. Blocks the camera does not see are absent (all of them: none is seen)."""
     frame = env.frame("static")
     labels = [f"block_{color}" for color in env.table.blocks]
+    names = frame.mask_names or {}
+    if frame.masks is None or not any(names.get(int(i)) in labels for i in np.unique(frame.masks)):
+        return {}  # no block in view (e.g. one in the drawer, two in the cabinet)
     config = Real2SimConfig(segmenter="masks", settle_s=0.0, render=False, overlays=False)
-    result = run_real2sim(frame, labels=labels, config=config)
+    try:
+        result = run_real2sim(frame, labels=labels, config=config)
+    except Real2SimError as exc:  # a few pixels of a block in the masks, too few to fit
+        if str(exc).startswith("no object found"):
+            return {}
+        raise
     out = {}
     for name, g in result.geometries.items():
         if name not in labels:
@@ -196,15 +204,20 @@ def _fixed(env: Any, drawer_inside: bool) -> list[SceneObject]:
 
 
 def calvin_scene(
-    env: Any, source: str = "ground_truth", open_front: bool = False, drawer_inside: bool = False
+    env: Any,
+    source: str = "ground_truth",
+    open_front: bool = False,
+    drawer_inside: bool = False,
+    hand: bool = False,
 ) -> Scene:
     """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
     (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
-    positions, the fixed boxes (``drawer_inside``: the drawer's too), the robot, holding the block it alone
-    touches (:func:`~simpact.bench.calvin_place.held_block`). ``open_front``: CALVIN's table top is a
-    fixed box (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a
-    5 cm square behind the robot, so the drawer under the table's front edge is free to reach."""
-    held = held_block(env)
+    positions, the fixed boxes (``drawer_inside``: the drawer's too), the robot (``hand``: holding the
+    block it alone touches, :func:`~simpact.bench.calvin_place.held_block`). ``open_front``: CALVIN's
+    table top is a fixed box (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane
+    shrinks to a 5 cm square behind the robot, so the drawer under the table's front edge is free to
+    reach."""
+    held = held_block(env) if hand else None
     objects = _blocks(env, source, held)
     spans = [aabb(o) for o in objects]
     for part in [*table_parts(env, to_scene), *_fixed(env, drawer_inside)]:
@@ -316,10 +329,7 @@ block (if it stands on another) lifted 4 cm above its bottom, held. ``rotate_C_b
 the block's yaw changed by 80 deg clockwise / counterclockwise seen from above (CALVIN: its Euler z
 changes by more than -60 / 60 deg), nearly level and in place (see :func:`_rotate`)."""
 
-UNSUPPORTED: dict[str, str] = {
-    "lift_*_block_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-}
+UNSUPPORTED: dict[str, str] = {}
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
 
 
@@ -386,12 +396,12 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
     untilt(env)
-    inside = task in INSIDE_DRAWER
+    inside, hand = task in INSIDE_DRAWER, task in HAND_START
     open_front = task in DRAWER_TASKS or inside
-    scene = calvin_scene(env, SCENE_SOURCE, open_front, inside)
+    scene = calvin_scene(env, SCENE_SOURCE, open_front, inside, hand)
     LAST["held_block"] = scene.robot.holding
     if SCENE_SOURCE == "frame":
-        truth = calvin_scene(env, "ground_truth", open_front, inside)
+        truth = calvin_scene(env, "ground_truth", open_front, inside, hand)
         LAST["ground_truth_blocks"] = [
             o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
         ]
