@@ -314,3 +314,10 @@ def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None
     after, euler = env.robot.tcp_pose()
     assert abs(abs(euler[0]) - np.pi) < 0.05
     assert after[1] < before[1] - 0.08
+
+
+def test_calvin_family_finds_the_chains_holding_a_subtask() -> None:
+    from simpact.bench.calvin_family import holding_chains
+
+    found = [(c.index, k) for c, k in holding_chains("place_in_slider", CHAINS[:5])]
+    assert found == [(0, 3), (1, 3), (2, 1), (3, 2), (4, 2)]

@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from simpact.bench.calvin_simpact import simpact_offline_policy
 from simpact.calvin.data import Chain, load_chains
@@ -44,9 +44,16 @@ def _mixed(k: int) -> Callable[[Any, str, str], None]:
     return act
 
 
-def family_attempts(env: Any, task: str, chains: Sequence[Chain], most: int) -> list[dict[str, Any]]:
-    """Up to ``most`` attempts at ``task`` (see the module docstring), one record each: chain, index,
-    ``prefix_ok``, ``success`` and the subtask's record (with what the policy planned)."""
+def family_attempts(
+    env: Any,
+    task: str,
+    chains: Sequence[Chain],
+    most: int,
+    emit: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Up to ``most`` attempts at ``task`` (see the module docstring), one record each (``emit``: called
+    with each as it finishes): chain, index, ``prefix_ok``, ``success`` and the subtask's record (with
+    what the policy planned)."""
     out: list[dict[str, Any]] = []
     for chain, k in holding_chains(task, chains):
         if len(out) >= most:
@@ -59,7 +66,17 @@ def family_attempts(env: Any, task: str, chains: Sequence[Chain], most: int) -> 
         if prefix_ok:
             row["subtask"] = record["subtasks"][k]
         out.append(row)
+        if emit is not None:
+            emit(row)
     return out
+
+
+def _write(row: dict[str, Any], sink: TextIO | None) -> None:
+    line = json.dumps(row, default=str)
+    print(line, flush=True)
+    if sink is not None:
+        sink.write(line + "\n")
+        sink.flush()
 
 
 def _main(argv: list[str] | None = None) -> int:
@@ -76,13 +93,7 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         with CalvinEnv() as env:
             for task in args.tasks:
-                rows = family_attempts(env, task, chains, args.max)
-                for row in rows:
-                    line = json.dumps(row, default=str)
-                    print(line, flush=True)
-                    if sink is not None:
-                        sink.write(line + "\n")
-                        sink.flush()
+                rows = family_attempts(env, task, chains, args.max, lambda row: _write(row, sink))
                 counted = [r for r in rows if r["prefix_ok"]]
                 wins = sum(r["success"] for r in counted)
                 print(f"{task}: {wins}/{len(counted)} (chains {[r['chain'] for r in counted]})", flush=True)

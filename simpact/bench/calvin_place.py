@@ -91,30 +91,30 @@ def _gap(lo: float, hi: float, blocked: list[tuple[float, float]]) -> tuple[floa
     return best
 
 
-def _region(scene: Scene, task: str, held: SceneObject, xs: list[tuple[float, float]],
+def _region(scene: Scene, task: str, block: SceneObject, xs: list[tuple[float, float]],
             ys: tuple[float, float], floor: float) -> list[dict[str, Any]]:  # fmt: skip
-    """The block ``held`` set down on a surface at height ``floor`` (scene frame, m), its centre over one
+    """``block`` set down on a surface at height ``floor`` (scene frame, m), its centre over one
     of the x spans ``xs`` by y span ``ys`` (scene frame, m), clear of the other blocks there, let go."""
-    lo, hi = aabb(held)
+    lo, hi = aabb(block)
     half = (hi - lo) / 2
     blocked = []
     for o in scene.objects:
-        if o.name.startswith("block_") and o.name != held.name:
+        if o.name.startswith("block_") and o.name != block.name:
             b_lo, b_hi = aabb(o)
             if b_lo[1] < ys[1] and b_hi[1] > ys[0] and b_lo[2] < floor + 0.03:
                 blocked.append((float(b_lo[0]) - _MARGIN, float(b_hi[0]) + _MARGIN))
     x0, x1 = max((_gap(a, b, blocked) for a, b in xs), key=lambda g: g[1] - g[0])
     x0, x1 = x0 + half[0] + _MARGIN, x1 - half[0] - _MARGIN
     if x1 < x0:
-        raise SimpactError(f"{task}: no room for {held.name} there")
+        raise SimpactError(f"{task}: no room for {block.name} there")
     y0, y1 = ys[0] + half[1] + _MARGIN, ys[1] - half[1] - _MARGIN
     if y1 < y0:
         y0 = y1 = (ys[0] + ys[1]) / 2
     z = floor + half[2]
     box = {"min": [x0, y0, z + _REST[0]], "max": [x1, y1, z + _REST[1]]}
     return [
-        {"in_region": {"object": held.name, **{k: [round(float(v), 4) for v in c] for k, c in box.items()}}},
-        {"not_touched": {"object": held.name, "during": "end"}},
+        {"in_region": {"object": block.name, **{k: [round(float(v), 4) for v in c] for k, c in box.items()}}},
+        {"not_touched": {"object": block.name, "during": "end"}},
     ]
 
 
