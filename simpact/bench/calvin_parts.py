@@ -37,12 +37,55 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy.spatial.transform import Rotation
 
 from simpact.core.scene import Scene, SceneObject
 
-__all__ = ["DRAWER_TASKS", "HOUSING", "JOINT_GOALS", "PARTS", "TABLE_BOX", "Part", "fixed_box", "table_parts"]
+__all__ = [
+    "DRAWER_INSIDE",
+    "DRAWER_TASKS",
+    "HOUSING",
+    "JOINT_GOALS",
+    "PARTS",
+    "PLANK",
+    "TABLE_BOX",
+    "TABLE_Z",
+    "aabb",
+    "Part",
+    "cabinet_boxes",
+    "drawer_boxes",
+    "fixed_box",
+    "slider_openings",
+    "table_parts",
+    "to_calvin",
+    "to_scene",
+]
 
 Box = tuple[tuple[float, float, float], tuple[float, float, float]]
+
+TABLE_Z = 0.44
+"""CALVIN's table top height, m (the blocks, 0.04 m high, rest with their centres at 0.46)."""
+BASE_XY = (-0.34, -0.46)
+"""CALVIN's Panda base in x and y, m (scene D, no rotation): the scene frame's origin."""
+
+
+def to_scene(p: ArrayLike) -> np.ndarray:
+    """A CALVIN world point (m) in the scene frame (origin at the Panda base's x, y and the table top)."""
+    return np.asarray(p, dtype=float) - np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
+
+
+def to_calvin(p: ArrayLike) -> np.ndarray:
+    """A scene point (m) in CALVIN's world frame (inverse of :func:`to_scene`)."""
+    return np.asarray(p, dtype=float) + np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
+
+
+def aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
+    """A box object's axis-aligned bounds in the scene frame, m."""
+    w, x, y, z = obj.quaternion
+    half = np.abs(Rotation.from_quat([x, y, z, w]).as_matrix()) @ (np.asarray(obj.size) / 2)
+    centre = np.asarray(obj.position, dtype=float)
+    return centre - half, centre + half
 
 
 class Part:
@@ -103,7 +146,24 @@ TABLE_BOX: Box = ((-0.44, -0.182, 0.39), (0.44, 0.30, 0.44))
 table plane is shrunk away: the scene's table is centred on the robot base's y and would cover the drawer
 under CALVIN's front edge (y = -0.182)."""
 DRAWER_TASKS = ("open_drawer", "close_drawer")
-"""Subtasks planned with the table open in front (:data:`TABLE_BOX`)."""
+"""Subtasks planned with the table open in front (:data:`TABLE_BOX`); so are those that reach into the
+drawer, with its inside in the scene (:func:`drawer_boxes`)."""
+PLANK: Box = ((-0.364, 0.016, 0.416), (0.164, 0.164, 0.441))
+"""The sliding cabinet's shelf (``plank_link``), CALVIN frame (m): its top is level with the table top
+(0.44); the half the sliding door does not cover is open from above (:func:`slider_openings`)."""
+_DOOR_X = (-0.105, 0.185)
+"""The sliding door's x span at joint position 0, m (it moves along -x as the joint grows)."""
+_CABINET: dict[str, Box] = {
+    "cabinet_front": ((-0.44, 0.0, 0.44), (0.44, 0.08, 0.52)),
+    "cabinet_back": ((-0.44, 0.08, 0.44), (0.44, 0.18, 0.65)),
+}
+"""The sliding cabinet's slanted front in two steps (its top rises from the table at y = 0 to 0.65 m at
+y = 0.14), CALVIN frame (m), before the opening over the plank is cut out."""
+DRAWER_INSIDE: Box = ((0.004, -0.376, 0.342), (0.356, -0.183, 0.402))
+"""The open drawer's inside at joint position 0.22, CALVIN frame (m): floor at z = 0.342, walls' tops at
+0.402 (ray probes of ``drawer_link``); it moves along -y with the joint."""
+_DRAWER_WALL = 0.025
+"""The drawer's walls' and floor's thickness, m."""
 _FRICTION = 4.0
 """CALVIN's joint motors' force, N (here the joints' friction)."""
 
@@ -119,6 +179,49 @@ def fixed_box(name: str, lo: np.ndarray, hi: np.ndarray, **fields: Any) -> Scene
         fixed=True,
         **fields,
     )
+
+
+def slider_openings(q: float, min_width: float = 0.06) -> list[tuple[float, float]]:
+    """The x spans (CALVIN frame, m) of the plank the sliding door leaves open at joint position ``q``
+    (m), at least ``min_width`` wide: open from above, a block can be set on the plank there."""
+    lo, hi = PLANK[0][0], PLANK[1][0]
+    door = (_DOOR_X[0] - q, _DOOR_X[1] - q)
+    spans = [(lo, min(hi, door[0])), (max(lo, door[1]), hi)]
+    return [(a, b) for a, b in spans if b - a >= min_width]
+
+
+def cabinet_boxes(q: float) -> dict[str, Box]:
+    """The sliding cabinet's front as fixed boxes (CALVIN frame, m) with the plank's opening at the door's
+    joint position ``q`` cut out: the boxes left and right of each opening, and above it only the back
+    wall behind the plank."""
+    cuts = slider_openings(q)
+    edges = [(-np.inf, -np.inf)] + cuts + [(np.inf, np.inf)]
+    out: dict[str, Box] = {}
+    for name, (low, high) in _CABINET.items():
+        for k in range(len(edges) - 1):
+            x0, x1 = max(low[0], edges[k][1]), min(high[0], edges[k + 1][0])
+            if x1 - x0 > 1e-3:
+                out[f"{name}_{k}"] = ((x0, low[1], low[2]), (x1, high[1], high[2]))
+    for k, (x0, x1) in enumerate(cuts):
+        back = _CABINET["cabinet_back"]
+        out[f"cabinet_over_plank_{k}"] = ((x0, PLANK[1][1], back[0][2]), (x1, back[1][1], back[1][2]))
+    return out
+
+
+def drawer_boxes(q: float) -> dict[str, Box]:
+    """The drawer's floor and four walls as fixed boxes (CALVIN frame, m) at its joint position ``q`` (m):
+    a block can be set in it, lifted out or pushed in; the scene is built anew for each subtask, so the
+    receptacle stays where the drawer is when the subtask starts."""
+    (x0, y0, z0), (x1, y1, z1) = DRAWER_INSIDE
+    dy, t = -(q - 0.22), _DRAWER_WALL
+    y0, y1 = y0 + dy, y1 + dy
+    return {
+        "drawer_floor": ((x0 - t, y0 - t, z0 - t), (x1 + t, y1 + t, z0)),
+        "drawer_wall_left": ((x0 - t, y0 - t, z0), (x0, y1 + t, z1)),
+        "drawer_wall_right": ((x1, y0 - t, z0), (x1 + t, y1 + t, z1)),
+        "drawer_wall_front": ((x0, y0 - t, z0), (x1, y0, z1)),
+        "drawer_wall_back": ((x0, y1, z0), (x1, y1 + t, z1)),
+    }
 
 
 def table_parts(env: Any, to_scene: Callable[[Any], np.ndarray]) -> list[SceneObject]:

@@ -36,16 +36,28 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
-from scipy.spatial.transform import Rotation
 
-from real2sim.pipeline import Real2SimConfig, run_real2sim
-from simpact.bench.calvin_parts import DRAWER_TASKS, HOUSING, JOINT_GOALS, TABLE_BOX, fixed_box, table_parts
-from simpact.calvin.scripted import Mover
+from real2sim.pipeline import Real2SimConfig, Real2SimError, run_real2sim
+from simpact.bench.calvin_execute import TILT, execute, untilt
+from simpact.bench.calvin_parts import (
+    DRAWER_TASKS,
+    HOUSING,
+    JOINT_GOALS,
+    TABLE_BOX,
+    TABLE_Z,
+    aabb,
+    cabinet_boxes,
+    drawer_boxes,
+    fixed_box,
+    table_parts,
+    to_calvin,
+    to_scene,
+)
+from simpact.bench.calvin_place import HAND_START, INSIDE_DRAWER, PLACE_GOALS, held_block
 from simpact.core.errors import SimpactError
 from simpact.core.scene import RobotStart, Scene, SceneObject
 from simpact.planner.tree import plan_tree
@@ -71,10 +83,6 @@ __all__ = [
     "to_scene",
 ]
 
-TABLE_Z = 0.44
-"""CALVIN's table top height, m (the blocks, 0.04 m high, rest with their centres at 0.46)."""
-BASE_XY = (-0.34, -0.46)
-"""CALVIN's Panda base in x and y, m (scene D, no rotation): the scene frame's origin."""
 YAW_OFFSET = math.pi / 2
 """CALVIN's hand yaw minus SIMPACT's for the same finger direction, rad."""
 SCENE_SOURCE = "frame"
@@ -82,6 +90,11 @@ SCENE_SOURCE = "frame"
 ground-truth segmentation; a block the camera does not see, e.g. inside the cabinet or behind the arm, is
 taken from the simulator and named in :data:`LAST` ``ground_truth_blocks``) or ``ground_truth`` (every
 block from the simulator's poses and collision boxes)."""
+GROUND_TRUTH_BLOCKS = ("unstack_block",)
+"""Subtasks whose blocks all come from the simulator, whatever :data:`SCENE_SOURCE`: with the blocks
+real2sim fitted to the static camera's view, every unstack of the 40-chain run at commit bb84188 (4, each
+after a stack) found no block standing on another (a stack's fit is not a block on a block: cause not
+pinned down); from the simulator's poses 2 of 3 succeed (``calvin_family unstack_block``)."""
 PRIVILEGED = (
     "ground-truth goal (the subtask's own success condition); ground-truth segmentation masks; ground-truth"
     " poses for blocks the static camera does not see"
@@ -92,18 +105,6 @@ MAX_ROLLOUTS = 150
 BUDGET_S = 60.0
 TAIL_S = 0.5
 """The planner's hold after a plan, s."""
-_HOLD_GRIP = 12
-"""Control steps to wait after opening or closing the gripper."""
-_GRIP_OPEN = 0.06
-_TRAVEL = 0.1
-"""A displacement longer than this is a travel the robot catches up with, m."""
-_CAUGHT_UP = 0.01
-"""The tool centre point is at its target within this, m."""
-_CATCH_UP = 15
-"""Control steps at most to wait for it."""
-_UNTILT = (0.0, -0.10, 0.0)
-"""How far a hand left tilted moves back toward the robot as it turns to point down again, m."""
-"""A GRASP width at or above this opens CALVIN's (binary) gripper, below it closes it, m."""
 
 
 class Unsupported(SimpactError):
@@ -111,16 +112,6 @@ class Unsupported(SimpactError):
 
 
 # --- frames -------------------------------------------------------------------------------------------------
-def to_scene(p: ArrayLike) -> np.ndarray:
-    """A CALVIN world point (m) in the scene frame (origin at the Panda base's x, y and the table top)."""
-    return np.asarray(p, dtype=float) - np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
-
-
-def to_calvin(p: ArrayLike) -> np.ndarray:
-    """A scene point (m) in CALVIN's world frame (inverse of :func:`to_scene`)."""
-    return np.asarray(p, dtype=float) + np.array([BASE_XY[0], BASE_XY[1], TABLE_Z])
-
-
 def _wrap_half(a: float) -> float:
     """``a`` mod pi into [-pi/2, pi/2) (the hand is symmetric under a half turn)."""
     return float((a + math.pi / 2) % math.pi - math.pi / 2)
@@ -129,14 +120,16 @@ def _wrap_half(a: float) -> float:
 # --- the scene ----------------------------------------------------------------------------------------------
 FIXED: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
     "button_housing": HOUSING,
-    "cabinet_front": ((-0.44, 0.0, TABLE_Z), (0.44, 0.08, 0.52)),
-    "cabinet_back": ((-0.44, 0.08, TABLE_Z), (0.44, 0.18, 0.65)),
 }
 """The table's fixed parts near the workspace as boxes, CALVIN frame (min, max corners, m), from ray probes
-of the table's collision mesh: the LED button's housing (below its cap, a part), and the slanted front of
-the sliding cabinet in two steps (its top rises from the table at y = 0 to 0.65 m at y = 0.14). A box that
-would overlap a block (e.g. one in the cabinet's opening) is left out of that scene; so is a part
-(:data:`~simpact.bench.calvin_parts.PARTS`)."""
+of the table's collision mesh: the LED button's housing (below its cap, a part). With them, the sliding
+cabinet's slanted front with the plank's opening cut out where the door leaves it
+(:func:`~simpact.bench.calvin_parts.cabinet_boxes`), and for :data:`INSIDE_DRAWER` subtasks the drawer's
+inside (:func:`~simpact.bench.calvin_parts.drawer_boxes`). A box that would overlap a block by more than
+:data:`_OVERLAP` (e.g. the cabinet's over a block behind the door) is left out of that scene; so is a
+part (:data:`~simpact.bench.calvin_parts.PARTS`)."""
+_OVERLAP = 0.003
+"""A block resting on a box touches it, m: a deeper overlap leaves the box out."""
 
 _RGBA = {"red": (0.8, 0.1, 0.1, 1.0), "blue": (0.1, 0.2, 0.8, 1.0), "pink": (0.9, 0.4, 0.7, 1.0)}
 
@@ -145,11 +138,19 @@ def frame_blocks(env: Any) -> dict[str, SceneObject]:
     """The blocks real2sim finds in the static camera's RGB-D frame with its ground-truth masks (``masks``
     back-end), as boxes of the fitted extents and poses in the scene frame (real2sim's frame: the camera's
     pose relative to the robot base in x and y, the table plane it finds at z = 0). CALVIN's block mass
-    and friction. Blocks the camera does not see are absent."""
+    and friction. Blocks the camera does not see are absent (all of them: none is seen)."""
     frame = env.frame("static")
     labels = [f"block_{color}" for color in env.table.blocks]
+    names = frame.mask_names or {}
+    if frame.masks is None or not any(names.get(int(i)) in labels for i in np.unique(frame.masks)):
+        return {}  # no block in view (e.g. one in the drawer, two in the cabinet)
     config = Real2SimConfig(segmenter="masks", settle_s=0.0, render=False, overlays=False)
-    result = run_real2sim(frame, labels=labels, config=config)
+    try:
+        result = run_real2sim(frame, labels=labels, config=config)
+    except Real2SimError as exc:  # a few pixels of a block in the masks, too few to fit
+        if str(exc).startswith("no object found"):
+            return {}
+        raise
     out = {}
     for name, g in result.geometries.items():
         if name not in labels:
@@ -168,27 +169,16 @@ def frame_blocks(env: Any) -> dict[str, SceneObject]:
     return out
 
 
-def _aabb(obj: SceneObject) -> tuple[np.ndarray, np.ndarray]:
-    """A box object's axis-aligned bounds in the scene frame, m."""
-    w, x, y, z = obj.quaternion
-    half = np.abs(Rotation.from_quat([x, y, z, w]).as_matrix()) @ (np.asarray(obj.size) / 2)
-    centre = np.asarray(obj.position, dtype=float)
-    return centre - half, centre + half
-
-
-def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = False) -> Scene:
-    """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
-    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
-    positions, the fixed boxes, the robot. ``open_front``: CALVIN's table top is a fixed box
-    (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane shrinks to a 5 cm square
-    behind the robot, so the drawer under the table's front edge is free to reach."""
+def _blocks(env: Any, source: str, held: str | None) -> list[SceneObject]:
+    """The blocks from ``source`` (see :data:`SCENE_SOURCE`); an unseen block and the ``held`` one (the
+    hand hides it) from the simulator's poses and collision boxes."""
     pb, cid = env.pb, env.cid
-    seen = frame_blocks(env) if source == "frame" else {}
     if source not in ("frame", "ground_truth"):
         raise SimpactError(f"unknown scene source {source!r}; expected frame or ground_truth")
+    seen = frame_blocks(env) if source == "frame" else {}
     objects = []
     for color, uid in env.table.blocks.items():
-        if f"block_{color}" in seen:
+        if f"block_{color}" in seen and color != held:
             objects.append(seen[f"block_{color}"])
             continue
         pos, quat = pb.getBasePositionAndOrientation(uid, physicsClientId=cid)
@@ -206,11 +196,38 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
                 rgba=_RGBA.get(color, (0.7, 0.7, 0.7, 1.0)),
             )
         )
-    spans = [_aabb(o) for o in objects]
-    fixed = [fixed_box(n, to_scene(low), to_scene(high), friction=0.5, rgba=(0.6, 0.5, 0.4, 1.0))
-             for n, (low, high) in FIXED.items()]  # fmt: skip
-    for part in [*table_parts(env, to_scene), *fixed]:
-        lo, hi = _aabb(part)
+    return objects
+
+
+def _fixed(env: Any, drawer_inside: bool) -> list[SceneObject]:
+    """The fixed boxes of :data:`FIXED` in the scene frame."""
+    boxes = {**FIXED, **cabinet_boxes(float(env.table.joint("base__slide")))}
+    if drawer_inside:
+        boxes.update(drawer_boxes(float(env.table.joint("base__drawer"))))
+    return [fixed_box(n, to_scene(low), to_scene(high), friction=0.5, rgba=(0.6, 0.5, 0.4, 1.0))
+            for n, (low, high) in boxes.items()]  # fmt: skip
+
+
+def calvin_scene(
+    env: Any,
+    source: str = "ground_truth",
+    open_front: bool = False,
+    drawer_inside: bool = False,
+    hand: bool = False,
+) -> Scene:
+    """The SIMPACT scene of ``env``'s current state (rebuild back-end): the blocks from ``source``
+    (``ground_truth`` or ``frame``, see :data:`SCENE_SOURCE`), the articulated parts at their joint
+    positions, the fixed boxes (``drawer_inside``: the drawer's too), the robot (``hand``: holding the
+    block it alone touches, :func:`~simpact.bench.calvin_place.held_block`). ``open_front``: CALVIN's
+    table top is a fixed box (:data:`~simpact.bench.calvin_parts.TABLE_BOX`) and the scene's table plane
+    shrinks to a 5 cm square behind the robot, so the drawer under the table's front edge is free to
+    reach."""
+    held = held_block(env) if hand else None
+    objects = _blocks(env, source, held)
+    spans = [aabb(o) for o in objects]
+    for part in [*table_parts(env, to_scene), *_fixed(env, drawer_inside)]:
+        lo, hi = aabb(part)
+        lo, hi = lo + _OVERLAP, hi - _OVERLAP
         if not any(np.all(lo < b_hi) and np.all(b_lo < hi) for b_lo, b_hi in spans):
             objects.append(part)  # unless it would overlap a block
     tcp, euler = env.robot.tcp_pose()
@@ -219,6 +236,7 @@ def calvin_scene(env: Any, source: str = "ground_truth", open_front: bool = Fals
         tuple(float(v) for v in to_scene(tcp)),  # type: ignore[arg-type]
         _wrap_half(float(euler[2]) - YAW_OFFSET),
         float(np.clip(width, 0.0, 0.08)),
+        holding=None if held is None else f"block_{held}",
     )
     if not open_front:
         return Scene(tuple(objects), robot, table_size=(1.4, 1.4), table_friction=0.7)
@@ -299,6 +317,7 @@ def _goals() -> dict[str, GoalMaker]:
         out[f"rotate_{color}_block_left"] = lambda s, c=color: _rotate(c, 1.0, s)  # type: ignore[misc]
     out["unstack_block"] = _unstack
     out.update(JOINT_GOALS)
+    out.update(PLACE_GOALS)
     return out
 
 
@@ -315,13 +334,7 @@ block (if it stands on another) lifted 4 cm above its bottom, held. ``rotate_C_b
 the block's yaw changed by 80 deg clockwise / counterclockwise seen from above (CALVIN: its Euler z
 changes by more than -60 / 60 deg), nearly level and in place (see :func:`_rotate`)."""
 
-UNSUPPORTED: dict[str, str] = {
-    "lift_*_block_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-    "place_in_": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express; the "
-    "slider and drawer are not in the scene",
-    "stack_block": "the subtask starts with a block in the hand, which a SIMPACT scene cannot express",
-    "push_into_drawer": "the drawer is not in the scene (no articulated table in MuJoCo)",
-}
+UNSUPPORTED: dict[str, str] = {}
 """Subtask family (prefix, ``*`` for a colour) → why this mode does not attempt it."""
 
 
@@ -362,69 +375,6 @@ def subtask_task(task: str, instruction: str, scene: Scene) -> Task:
     return Task(raw)
 
 
-# --- executing a plan in CALVIN ----------------------------------------------------------------------------
-def execute(env: Any, actions: Sequence[Mapping[str, Any]], tilt: float = 0.0) -> Mover:
-    """Step ``env`` through ``actions`` (symbolic, SIMPACT's vocabulary) from the current TCP pose: each
-    becomes an absolute end-effector target in CALVIN's frame (displacements are the same in both frames,
-    whose axes are parallel), reached in straight lines at the Mover's speed; GRASP below
-    ``_GRIP_OPEN`` closes CALVIN's binary gripper, at or above it (and RELEASE) opens it. After a travel
-    (a displacement over ``_TRAVEL``) the robot catches up with its target (:func:`_catch_up`). ``tilt``:
-    the hand's roll away from pointing down (rad; CALVIN's TCP stays where the plan puts it), see
-    :data:`TILT`."""
-    m = Mover(env)
-    m.roll -= tilt
-    for a in actions:
-        kind = str(a["type"]).upper()
-        if kind in ("MOVE", "PUSH", "LIFT", "DESCEND"):
-            if kind in ("MOVE", "PUSH"):
-                dz = float(a.get("dz", 0.0)) if kind == "MOVE" else 0.0
-                delta = [float(a.get("dx", 0.0)), float(a.get("dy", 0.0)), dz]
-            else:
-                delta = [0.0, 0.0, float(a["dz"]) * (1.0 if kind == "LIFT" else -1.0)]
-            m.by(delta, hold=0)
-            if float(np.linalg.norm(delta)) > _TRAVEL:
-                _catch_up(env, m)
-        elif kind == "ROTATE":
-            m.by([0.0, 0.0, 0.0], yaw=m.yaw + float(a["dyaw"]), hold=0)
-        elif kind == "GRASP":
-            m.gripper(1 if float(a["d"]) >= _GRIP_OPEN else -1, _HOLD_GRIP)
-        elif kind == "RELEASE":
-            m.gripper(1, _HOLD_GRIP)
-        else:
-            raise SimpactError(f"unknown action type {kind!r}")
-    return m
-
-
-def _untilt(env: Any) -> None:
-    """A hand left tilted (CALVIN's check stopped a tilted execution, :data:`TILT`) points down again,
-    ``_UNTILT`` back toward the robot: the scene of the next subtask starts SIMPACT's FR3 at this pose, and
-    the tilted one lies up to 6 mm beyond its reach with the hand pointing down."""
-    _, euler = env.robot.tcp_pose()
-    off_down = abs((float(euler[0]) % (2 * math.pi)) - math.pi) + abs(float(euler[1]))
-    if off_down > 0.1:
-        m = Mover(env)
-        m.by(_UNTILT, hold=0)
-        _catch_up(env, m)
-
-
-def _catch_up(env: Any, m: Mover) -> None:
-    """Hold the target until the tool centre point is within ``_CAUGHT_UP`` of it (at most ``_CATCH_UP``
-    control steps): at the Mover's speed CALVIN's arm trails a long travel by up to 0.1 m, and the next
-    motion (a descent beside a switch's knob) would start from there."""
-    for _ in range(_CATCH_UP):
-        tcp, _ = env.robot.tcp_pose()
-        if float(np.linalg.norm(np.asarray(tcp) - m.pos)) < _CAUGHT_UP:
-            return
-        m.by([0.0, 0.0, 0.0], hold=0)
-
-
-TILT = {"turn_on_lightbulb": 0.5, "turn_off_lightbulb": 0.8}
-"""Per-family hint of execution: the hand's roll from pointing down, rad (CALVIN's scripts' values). The
-switch's knob, high on the slanted panel 0.9 m from CALVIN's Panda base, is out of reach of a hand
-pointing down (SIMPACT's FR3 stands 0.20 m higher and reaches it), and a tilted hand's fingertips reach
-its face below the knob."""
-
-
 # --- the policy ---------------------------------------------------------------------------------------------
 LAST: dict[str, Any] = {}
 """What the last call of :func:`simpact_offline_policy` planned (for tests and logs): task, family,
@@ -450,11 +400,15 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     if not hasattr(env, "table") or not hasattr(env, "pb"):
         raise SimpactError("mode simpact-offline reads the simulator: use --backend rebuild")
     require_supported(task)
-    _untilt(env)
-    open_front = task in DRAWER_TASKS
-    scene = calvin_scene(env, SCENE_SOURCE, open_front)
-    if SCENE_SOURCE == "frame":
-        truth = calvin_scene(env, "ground_truth", open_front)
+    untilt(env)
+    inside, hand = task in INSIDE_DRAWER, task in HAND_START
+    open_front = task in DRAWER_TASKS or inside
+    source = "ground_truth" if task in GROUND_TRUTH_BLOCKS else SCENE_SOURCE
+    LAST["scene_source"] = source
+    scene = calvin_scene(env, source, open_front, inside, hand)
+    LAST["held_block"] = scene.robot.holding
+    if source == "frame":
+        truth = calvin_scene(env, "ground_truth", open_front, inside, hand)
         LAST["ground_truth_blocks"] = [
             o.name for o in scene.objects if o.name.startswith("block_") and o in truth.objects
         ]

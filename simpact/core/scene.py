@@ -185,12 +185,17 @@ fingertip for squeezing dough (see :func:`solvers.mujoco.robot.add_squeeze_plate
 @dataclass(frozen=True)
 class RobotStart:
     """The robot's start: tool-centre-point position (m), yaw about z from the home orientation (rad,
-    gripper pointing down), gripper opening (m), and the tool fitted to the hand (``None``: the bare hand)."""
+    gripper pointing down), gripper opening (m), the tool fitted to the hand (``None``: the bare hand), and
+    the object it starts holding (``holding``: a movable object's name, ``None``: none)."""
 
     position: tuple[float, float, float] = (0.45, 0.0, 0.25)
     yaw: float = 0.0
     gripper_width: float = 0.08
     tool: str | None = None
+    holding: str | None = None
+    """An object the scene places between the fingers (its width across them ``gripper_width``): the
+    fingers start at that opening with the gripper commanded closed, so they squeeze it (e.g. a subtask
+    that follows a lift, the robot never reset between them)."""
 
     def __post_init__(self) -> None:
         if self.tool is not None and self.tool not in ROBOT_TOOLS:
@@ -198,12 +203,13 @@ class RobotStart:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> RobotStart:
-        tool = raw.get("tool")
+        tool, holding = raw.get("tool"), raw.get("holding")
         return cls(
             tuple(float(v) for v in raw.get("position", cls.position)),  # type: ignore[arg-type]
             float(raw.get("yaw", cls.yaw)),
             float(raw.get("gripper_width", cls.gripper_width)),
             None if tool is None else str(tool),
+            None if holding is None else str(holding),
         )
 
 
@@ -222,6 +228,13 @@ class Scene:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise SceneError(f"object names must be unique, repeated: {dupes}")
+        held = self.robot.holding
+        if held is not None:
+            if held not in names:
+                raise SceneError(f"robot: holding {held!r}, which is not an object of the scene ({names})")
+            obj = self.objects[names.index(held)]
+            if obj.fixed or obj.kind != "rigid" or not obj.collides:
+                raise SceneError(f"robot: holding {held!r}, which must be a movable, colliding rigid object")
 
     def object(self, name: str) -> SceneObject:
         for obj in self.objects:
@@ -249,6 +262,7 @@ class Scene:
                 "yaw": self.robot.yaw,
                 "gripper_width": self.robot.gripper_width,
                 **({"tool": self.robot.tool} if self.robot.tool else {}),
+                **({"holding": self.robot.holding} if self.robot.holding else {}),
             },
             "table_size": list(self.table_size),
             "table_friction": self.table_friction,

@@ -328,14 +328,17 @@ def _lift_hints(params: Mapping[str, Any], ctx: HintContext) -> list[GoalHint]:
     return [GoalHint(params["object"], "lift", height=float(params["dz"]))]
 
 
-@register("lifted", required=("object", "dz"), optional=("held", "during", "scale"), hints=_lift_hints)
+@register(
+    "lifted", required=("object", "dz"), optional=("held", "from_z", "during", "scale"), hints=_lift_hints
+)
 def lifted(params: Mapping[str, Any], ctx: Context) -> Outcome:
-    """The object's lowest point at least ``dz`` m above the table (over ``during``, default the end);
-    ``held``: true (a robot link must touch it at the end), false (none may) or omitted (either)."""
+    """The object's lowest point at least ``dz`` m above the table (over ``during``, default the end), or
+    above the height ``from_z`` (m; e.g. a drawer's floor below the table plane); ``held``: true (a robot
+    link must touch it at the end), false (none may) or omitted (either)."""
     name = params["object"]
     pos, quat = ctx.poses(name, during_of(params, "end"))
     low, _ = z_range(ctx.object(name), pos, quat)
-    dz = float(params["dz"])
+    dz = float(params["dz"]) + float(params.get("from_z", 0.0))
     worst = float(low.min())
     held = _robot_holds(ctx, name)
     want = params.get("held")

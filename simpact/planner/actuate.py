@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from simpact.planner.primitives import FINGER_FRONT, MIN_Z, Builder, Context, Primitive, _Path, _perp, _unit
+from simpact.planner.primitives import FINGER_FRONT, Builder, Context, Primitive, _Path, _perp, _unit
 
 __all__ = ["actuate_builder", "actuate_primitive"]
 
@@ -36,7 +36,7 @@ def actuate_builder(name: str, target: float) -> Builder:
     def build(ctx: Context, v: np.ndarray) -> _Path:
         height, lateral, extra, back = (float(x) for x in v)
         box = ctx.boxes[name]
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         if box.axis is None or box.joint is None:
             return path
@@ -59,7 +59,7 @@ def actuate_builder(name: str, target: float) -> Builder:
             behind = xy - h * back
             path.move_to(behind[0], behind[1], reason=f"behind {name}")
             z = box.bottom + height * (box.top - box.bottom)
-            if z >= MIN_Z:
+            if z >= path.min_z:
                 path.to_z(z, f"down beside {name}")
             else:  # below the table plane (a drawer's handle under the table top)
                 _by(path, np.array([0.0, 0.0, z - path.p[2]]), f"down beside {name}")

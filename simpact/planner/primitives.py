@@ -11,6 +11,7 @@ Primitives (every one but ``hold`` ends by letting go and retreating upward):
   (with the fingers' front, or their side so the hand spans the push's line and clears walls beside it).
 * ``pick``: grasp an object (from above, fingers across its narrowest side) and place it at a point or on /
   in another object (its top, or a bowl's inner floor).
+* ``place``: set down an object the robot starts holding at a point or on / in another object.
 * ``slide``: grasp an object, press it onto the table and slide it to a point (around an object in the way):
   it moves held, so it neither tips nor leaves the table.
 * ``hold``: grasp an object and lift it by a height, holding it there.
@@ -52,9 +53,11 @@ __all__ = [
     "Tcp",
     "geometry",
     "pick_builder",
+    "place_builder",
     "pivot_builder",
     "push_builder",
     "hold_builder",
+    "lowest_tcp",
     "retreat",
     "safe_height",
     "squeeze_builder",
@@ -192,7 +195,9 @@ class Tcp:
 class _Path:
     """Accumulates symbolic actions while tracking the commanded TCP position and yaw."""
 
-    def __init__(self, tcp: Tcp) -> None:
+    def __init__(self, tcp: Tcp, min_z: float = MIN_Z) -> None:
+        self.min_z = min_z
+        """Lowest TCP height, m (see :func:`lowest_tcp`)."""
         self.p = np.array(tcp.position, dtype=float)
         self.yaw = tcp.yaw
         self.actions: list[dict[str, Any]] = []
@@ -201,7 +206,7 @@ class _Path:
         self.actions.append({"type": kind, **{k: float(v) for k, v in params.items()}, "reason": reason})
 
     def to_z(self, z: float, reason: str) -> None:
-        dz = max(float(z), MIN_Z) - self.p[2]
+        dz = max(float(z), self.min_z) - self.p[2]
         while abs(dz) > 1e-4:
             step = float(np.clip(dz, -_STEP, _STEP))
             self._add("LIFT" if step > 0 else "DESCEND", reason, dz=abs(step))
@@ -221,7 +226,7 @@ class _Path:
         self.p += d
 
     def move_to(self, x: float, y: float, z: float | None = None, reason: str = "move") -> None:
-        dz = 0.0 if z is None else max(float(z), MIN_Z) - self.p[2]
+        dz = 0.0 if z is None else max(float(z), self.min_z) - self.p[2]
         self._xy("MOVE", x, y, reason, dz)
 
     def push_to(self, x: float, y: float, reason: str) -> None:
@@ -257,6 +262,8 @@ class Context:
     safe_z: float
     start: Mapping[str, Any] | None = None
     """The start pose of the plans built here (``StartPose.to_dict()``)."""
+    min_z: float = MIN_Z
+    """Lowest TCP height, m (:func:`lowest_tcp`)."""
 
 
 @dataclass(frozen=True)
@@ -304,6 +311,13 @@ def _perp(d: np.ndarray) -> np.ndarray:
     return np.array([-d[1], d[0]])
 
 
+def lowest_tcp(boxes: Mapping[str, Box]) -> float:
+    """Lowest TCP height a primitive goes to, m: ``MIN_Z`` above the table plane, or above the lowest top
+    of a fixed box below it (e.g. a drawer's floor under a table top that is a box, the plane shrunk)."""
+    tops = [b.top for b in boxes.values() if b.fixed and b.collides]
+    return MIN_Z + min(0.0, *tops) if tops else MIN_Z
+
+
 def safe_height(boxes: Mapping[str, Box]) -> float:
     """TCP height clear of every colliding object's top, m."""
     return max((b.top for b in boxes.values() if b.collides), default=0.0) + CLEAR
@@ -318,7 +332,7 @@ def push_builder(name: str, goal: np.ndarray) -> Builder:
         box = ctx.boxes[name]
         along = sideways >= 0.5
         aim = goal[:2] + np.array([aim_x, aim_y])
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         c = box.centre[:2]
         via = _detour(ctx, box, aim, side, goal[:2])
@@ -383,7 +397,7 @@ def _push_leg(
     e = box.extent(d)
     front = width / 2 + FINGER_SIDE if along else FINGER_FRONT
     start = c - d * (e + front + 0.03) + n * lateral * box.extent(n)
-    z = max(box.bottom + height * 2 * box.half[2], MIN_Z + 0.002)
+    z = max(box.bottom + height * 2 * box.half[2], path.min_z + 0.002)
     if along:
         path.turn_to(math.atan2(d[1], d[0]), "fingers along the push, their side pushing")
     else:
@@ -403,7 +417,7 @@ def topple_builder(name: str) -> Builder:
         angle, dist, height, lateral = v
         box = ctx.boxes[name]
         aim = box.centre[:2] + dist * np.array([math.cos(angle), math.sin(angle)])
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         _push_leg(path, ctx, box, box.centre[:2], aim, height, lateral, 0.0, 0.0)
         return path
@@ -428,7 +442,7 @@ def _grasp(
     elif yaw is not None:
         path.turn_to(yaw, f"fingers along the way {box.name} will go")
     path.grip(MAX_OPEN, "open")
-    z = max(box.bottom + height * 2 * box.half[2], box.top - PALM_CLEAR, MIN_Z + 0.002)
+    z = max(box.bottom + height * 2 * box.half[2], box.top - PALM_CLEAR, path.min_z + 0.002)
     path.to_z(z, f"fingers around {box.name}")
     path.grip(squeeze * min(width, MAX_OPEN), f"hold {box.name}")
     return z - box.bottom
@@ -449,7 +463,7 @@ def pick_builder(name: str, goal: np.ndarray | None, onto: str | None) -> Builde
     def build(ctx: Context, v: np.ndarray) -> _Path:
         height, squeeze, lift, dx, dy, release = v
         box = ctx.boxes[name]
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         above = _grasp(ctx, box, height, squeeze, path)
         others = [b.top for k, b in ctx.boxes.items() if k != name and b.collides]
         carry = max(others, default=0.0) + lift + above
@@ -458,6 +472,28 @@ def pick_builder(name: str, goal: np.ndarray | None, onto: str | None) -> Builde
         where = centre[:2] if centre is not None else np.asarray(goal, dtype=float)[:2]
         path.move_to(where[0] + dx, where[1] + dy, reason="carry it over the goal")
         path.to_z(surface + release + above, "set it down")
+        path.release("let go")
+        path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
+        return path
+
+    return build
+
+
+def place_builder(name: str, goal: np.ndarray) -> Builder:
+    """Set down ``name``, already in the hand (a scene whose robot starts holding it): rise to carry it
+    ``lift`` (m) clear of the others, over ``goal`` (where its centre should end, m) shifted by ``dx``,
+    ``dy``, down until its centre is ``release`` above the goal's height, let go, rise."""
+
+    def build(ctx: Context, v: np.ndarray) -> _Path:
+        lift, dx, dy, release = v
+        box = ctx.boxes[name]
+        path = _Path(ctx.tcp, ctx.min_z)
+        grip = path.p[2] - box.centre[2]  # the TCP over the held object's centre; it moves with the hand
+        others = [b.top for k, b in ctx.boxes.items() if k != name and b.collides]
+        carry = max(others, default=0.0) + lift + grip + box.half[2]
+        path.to_z(max(carry, path.p[2]), f"carry {name} clear of the others")
+        path.move_to(goal[0] + dx, goal[1] + dy, reason="carry it over the goal")
+        path.to_z(goal[2] + release + grip, "set it down")
         path.release("let go")
         path.to_z(max(path.p[2] + 0.08, ctx.safe_z), "rise clear")
         return path
@@ -475,7 +511,7 @@ def slide_builder(name: str, goal: np.ndarray) -> Builder:
         if via is None and abs(route) >= 0.5:
             via = np.array([aim[0], c[1]]) if route > 0 else np.array([c[0], aim[1]])
         legs = ([] if via is None else [via]) + [aim]
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         d = _unit(legs[0] - c)
         _grasp(ctx, box, height, squeeze, path, yaw=math.atan2(d[1], d[0]))
         path.to_z(path.p[2] - press, f"press {box.name} onto the table, so it slides rather than lifts")
@@ -497,7 +533,7 @@ def hold_builder(name: str, height: float) -> Builder:
     def build(ctx: Context, v: np.ndarray) -> _Path:
         grip, squeeze, extra = v
         box = ctx.boxes[name]
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         _grasp(ctx, box, grip, squeeze, path)
         path.to_z(path.p[2] + height + extra, f"lift {box.name} and hold it")
         return path
@@ -517,7 +553,7 @@ def turn_builder(name: str, degrees: float) -> Builder:
         sign = 1.0 if degrees >= 0 else -1.0
         turn = math.radians(degrees) + sign * math.radians(extra)
         angle, _ = box.narrow_axis()
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         options = [angle + k * math.pi for k in range(-3, 4) if abs(angle + k * math.pi) <= _MAX_YAW]
         room = [a for a in options if abs(a + turn) <= _MAX_YAW] or options
         start = min(room, key=lambda a: (abs(a + turn / 2), abs(a - path.yaw)))
@@ -550,7 +586,7 @@ def pivot_builder(name: str, support: str) -> Builder:
         face = float(wall.centre[:2] @ d) - wall.extent(d)
         near = float(box.centre[:2] @ d) - length / 2
         side = float(box.centre[:2] @ n) + lateral
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], ctx.safe_z), "rise to travel clear of the objects")
         path.turn_to(math.atan2(d[1], d[0]) + math.pi / 2, "fingers across the push")
         path.grip(0.0, "close the fingers")
@@ -591,7 +627,7 @@ def sweep_builder(tool: str, items: Sequence[str], goal: np.ndarray) -> Builder:
         group = [ctx.boxes[k] for k in items]
         centroid = np.mean([b.centre[:2] for b in group], axis=0)
         d = _unit(np.asarray(goal[:2]) - centroid)
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], box.top + 0.03), f"above {tool}")
         path.move_to(box.centre[0], box.centre[1], reason=f"above {tool}")
         angle, width = box.narrow_axis()
@@ -630,7 +666,7 @@ def squeeze_builder(name: str, axis: float, point: np.ndarray | None) -> Builder
         centre = (box.centre[:2] if point is None else np.asarray(point[:2], dtype=float)) + shift * np.array(
             [math.cos(across), math.sin(across)]
         )
-        path = _Path(ctx.tcp)
+        path = _Path(ctx.tcp, ctx.min_z)
         path.to_z(max(path.p[2], ctx.safe_z + 0.03), "rise so the plates clear the objects")
         path.turn_to(across, f"the plates along the bar {box.name} should become")
         path.move_to(centre[0], centre[1], reason=f"above where {box.name}'s bar should lie")
@@ -644,7 +680,7 @@ def squeeze_builder(name: str, axis: float, point: np.ndarray | None) -> Builder
 
 
 def retreat(ctx: Context, v: np.ndarray) -> _Path:
-    path = _Path(ctx.tcp)
+    path = _Path(ctx.tcp, ctx.min_z)
     path.release("let go")
     path.to_z(max(path.p[2] + 0.1, ctx.safe_z), "rise clear")
     return path

@@ -4,6 +4,8 @@
 * an object to be placed at a point: ``push`` it there (around an obstacle in the way), and, when it fits
   the hand, ``slide`` it there held if it must stay on the table, else ``pick`` it and place it there;
 * an object to be placed on or in another: ``pick`` it and place it there;
+* an object the robot starts holding (the scene's ``robot.holding``, at the root only): ``place`` it at
+  the goal's point (or on the other object) without grasping it again;
 * several objects to be placed at one point: ``sweep`` them there with a tool (a movable, graspable,
   elongated object no goal names);
 * an object to stand on its smallest face: ``pivot`` it against the nearest fixed object;
@@ -35,6 +37,7 @@ from simpact.planner.primitives import (
     hold_builder,
     pick_builder,
     pivot_builder,
+    place_builder,
     push_builder,
     retreat,
     slide_builder,
@@ -70,9 +73,11 @@ def _supports(boxes: Mapping[str, Box], name: str) -> list[str]:
     return [k for dist, k in sorted(near) if dist < 0.25]
 
 
-def primitives_for(hints: Sequence[Any], boxes: Mapping[str, Box], depth: int) -> list[Primitive]:
+def primitives_for(
+    hints: Sequence[Any], boxes: Mapping[str, Box], depth: int, held: str | None = None
+) -> list[Primitive]:
     """The primitives the goal ``hints`` suggest in the state ``boxes``; ``depth`` (0 at the root) adds
-    ``retreat`` below the root."""
+    ``retreat`` below the root; ``held``: the object in the hand, which is only set down (``place``)."""
     out: list[Primitive] = []
     names = list(boxes)
     busy = {n for h in hints for n in fnmatch.filter(names, h.object)}
@@ -92,6 +97,10 @@ def primitives_for(hints: Sequence[Any], boxes: Mapping[str, Box], depth: int) -
                     add(_sweep_primitive(tool, members, h))
             continue
         for name in members:
+            if name == held:
+                if h.point is not None and h.kind in ("place", "upright"):
+                    add(_place_primitive(name, np.asarray(h.point, dtype=float), h.onto))
+                continue
             for p in _single(h, name, boxes[name], boxes, name in on_table):
                 add(p)
     if depth > 0:
@@ -216,6 +225,22 @@ def _pick_primitive(name: str, point: np.ndarray | None, onto: str | None) -> Pr
         (0.25, 0.0, 0.01, -span, -span, 0.0),
         (0.9, 0.9, 0.1, span, span, 0.03),
         pick_builder(name, point, onto),
+    )
+
+
+def _place_primitive(name: str, point: np.ndarray, onto: str | None) -> Primitive:
+    """Set the held ``name`` down with its centre at ``point`` (m): carried ``lift`` clear of the others,
+    up to 2 cm off in x and y, let go 5 mm to 2.5 cm above (set down lower, an error in the held object's
+    height presses it and what it lands on into their support)."""
+    span = 0.02
+    return Primitive(
+        "place",
+        name,
+        onto if onto is not None else f"({point[0]:.3f}, {point[1]:.3f}, {point[2]:.3f})",
+        ("lift", "dx", "dy", "release"),
+        (0.01, -span, -span, 0.005),
+        (0.08, span, span, 0.025),
+        place_builder(name, point),
     )
 
 

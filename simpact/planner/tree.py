@@ -44,7 +44,7 @@ from simpact.core.rollout import Rollout, Trace, WorldState
 from simpact.core.scene import Scene
 from simpact.planner.audit import audit_and_repair, clean
 from simpact.planner.offline import refit
-from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, safe_height
+from simpact.planner.primitives import Context, Hint, Primitive, Tcp, geometry, lowest_tcp, safe_height
 from simpact.planner.records import PlanHooks, Proposal
 from simpact.planner.suggest import primitives_for
 from simpact.tasks import Evaluation, Task
@@ -286,7 +286,7 @@ class _Search:
             return
         boxes = geometry(self.scene, self.state_at(node))
         done = satisfied(node.details)
-        for k, prim in enumerate(primitives_for(self.hints, boxes, node.depth)):
+        for k, prim in enumerate(primitives_for(self.hints, boxes, node.depth, self.held(node))):
             self._seq += 1
             later = 1.0 if prim.subject in done else 0.0  # its object's goal already holds: try it last
             heapq.heappush(queue, (later - node.score, self._seq, node.id, k))
@@ -301,9 +301,16 @@ class _Search:
                 )
             boxes = geometry(self.scene, self.state_at(node))
             start = self.world.start_pose(node.snapshot)
-            ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict())
-            self._contexts[node.id] = [(p, ctx) for p in primitives_for(self.hints, boxes, node.depth)]
+            ctx = Context(boxes, Tcp(start.position, node.yaw), safe_height(boxes), start.to_dict(),
+                          lowest_tcp(boxes))  # fmt: skip
+            found = primitives_for(self.hints, boxes, node.depth, self.held(node))
+            self._contexts[node.id] = [(p, ctx) for p in found]
         return self._contexts[node.id]
+
+    def held(self, node: Node) -> str | None:
+        """The object in the hand where ``node`` ends: the scene's ``robot.holding`` at the root (every
+        primitive but ``hold`` lets go, and ``hold`` only ends a branch: its goal is met or not)."""
+        return self.scene.robot.holding if node.depth == 0 else None
 
     def state_at(self, node: Node) -> WorldState:
         return self.world.state() if node.own is None else node.own.states[-1]

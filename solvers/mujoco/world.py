@@ -285,7 +285,9 @@ class MujocoWorld:
 
     # --- robot -------------------------------------------------------------------------------------------
     def _place_robot(self, start: RobotStart) -> None:
-        """Put the arm at ``start`` (joints by IK from home) with the controllers holding it there."""
+        """Put the arm at ``start`` (joints by IK from home) with the controllers holding it there; the
+        fingers at ``start.gripper_width``, commanded there, or closed when ``start.holding`` an object (the
+        servo then squeezes it through the settle and after, as a grasp would)."""
         ik = self._worker().ik
         _, home_quat = ik.fk(HOME_QPOS)
         quat = quat_mul(quat_about_z(start.yaw), home_quat)
@@ -298,7 +300,7 @@ class MujocoWorld:
         self.data.qpos[self._arm_qpos] = q
         self.data.qpos[7:9] = width / 2
         self.data.ctrl[:7] = q
-        self.data.ctrl[7] = width
+        self.data.ctrl[7] = 0.0 if start.holding else width
         mujoco.mj_forward(self.model, self.data)
 
     def start_pose(self, snapshot: Snapshot | None = None) -> StartPose:

@@ -233,6 +233,19 @@ CASES: list[tuple[str, dict[str, Any], Rollout, bool]] = [
     # lifted: lowest point above the table by dz, held or not, at the end or over the last seconds
     ("lifted", {"object": "can", "dz": 0.125}, rollout([{"can": ((0.25, 0.25, 0.1875), UP)}]), True),
     ("lifted", {"object": "can", "dz": 0.1875}, rollout([{"can": ((0.25, 0.25, 0.1875), UP)}]), False),
+    # from_z: measured from another height (a drawer's floor below the table plane)
+    (
+        "lifted",
+        {"object": "can", "dz": 0.2, "from_z": -0.1},
+        rollout([{"can": ((0.25, 0.25, 0.1875), UP)}]),
+        True,
+    ),
+    (
+        "lifted",
+        {"object": "can", "dz": 0.1, "from_z": 0.1},
+        rollout([{"can": ((0.25, 0.25, 0.1875), UP)}]),
+        False,
+    ),
     (
         "lifted",
         {"object": "can", "dz": 0.125, "held": True},

@@ -120,3 +120,31 @@ def test_unreachable_start_is_a_scene_error():
 
     with pytest.raises(SceneError, match="out of reach"):
         MujocoWorld(Scene((BOX,), RobotStart((1.5, 0.0, 0.3))))
+
+
+@pytest.mark.parametrize("holding", ["held", None])
+def test_a_robot_start_holding_an_object_carries_it(holding):
+    """``RobotStart.holding``: the object between the fingers is squeezed from the start (the gripper is
+    commanded closed) and moves with the hand; without it the fingers only rest against it and it drops."""
+    block = SceneObject("held", "box", (0.05, 0.05, 0.04), (0.45, 0.0, 0.2), mass=1.0, friction=0.7)
+    world = MujocoWorld(Scene((block,), RobotStart((0.45, 0.0, 0.2), 0.0, 0.05, holding=holding)))
+    assert world.start_pose().gripper_width == (0.0 if holding else 0.05)
+    move = Plan.from_actions([{"type": "MOVE", "dx": 0.1, "dy": 0.05, "dz": 0.1}])
+    end = world.rollout(move, tail_s=0.2).final.objects["held"].position
+    if holding:
+        np.testing.assert_allclose(end, (0.55, 0.05, 0.3), atol=5e-3)
+    else:
+        assert end[2] < 0.03  # fell to the table
+
+
+def test_holding_must_name_a_movable_object_of_the_scene():
+    from simpact.core.scene import SceneError
+
+    with pytest.raises(SceneError, match="not an object"):
+        Scene((BOX,), RobotStart(holding="cup"))
+    wall = SceneObject("wall", "box", (0.05, 0.05, 0.05), (0.5, 0.2, 0.025), fixed=True)
+    with pytest.raises(SceneError, match="movable"):
+        Scene((BOX, wall), RobotStart(holding="wall"))
+    scene = Scene((BOX,), RobotStart(holding="box"))
+    assert Scene.from_dict(scene.to_dict()) == scene
+    assert "holding" not in SCENE.to_dict()["robot"]
