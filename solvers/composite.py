@@ -28,7 +28,7 @@ from simpact.core.actions import Plan, StartPose
 from simpact.core.frame import Frame
 from simpact.core.rollout import DeformableState, Rollout, Trace, WorldState
 from simpact.core.scene import Scene
-from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver
+from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver, one_torch_thread
 from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_particles, add_rope, object_masks
 from solvers.mujoco.world import SETTLE_S, VIDEO_CAMERA, MujocoAccess, MujocoWorld
 
@@ -277,7 +277,8 @@ class CompositeWorld:
         t0 = time.perf_counter()
         snapshot = self.initial_snapshot if snapshot is None else snapshot
         rigid = self.rigid.rollouts(plans, snapshot=snapshot, tail_s=tail_s, prefix=prefix)
-        return self._couple(rigid, snapshot, t0)
+        with one_torch_thread():  # once for every step of the deformables (see one_torch_thread)
+            return self._couple(rigid, snapshot, t0)
 
     def snapshot_at(
         self, start: CompositeSnapshot, trace: Trace, row: int, rigid: np.ndarray
@@ -291,14 +292,15 @@ class CompositeWorld:
             raise ValueError(f"row {row} does not end a control period ({sub} physics steps each)")
         solvers = self._replicas(start, 1)
         before = self._poses(np.asarray(start)[None])[0]
-        for c in range((row + 1) // sub):
-            q = trace.qpos[c * sub + sub - 1]
-            same = c > 0 and np.array_equal(q, trace.qpos[(c - 1) * sub + sub - 1])
-            now = before if same else self._poses(q[None])[0]
-            colliders = _colliders(self._boxes, [now], [before], self.dt, self.scene)
-            for solver in solvers:
-                solver.step(self.dt, colliders)
-            before = now
+        with one_torch_thread():
+            for c in range((row + 1) // sub):
+                q = trace.qpos[c * sub + sub - 1]
+                same = c > 0 and np.array_equal(q, trace.qpos[(c - 1) * sub + sub - 1])
+                now = before if same else self._poses(q[None])[0]
+                colliders = _colliders(self._boxes, [now], [before], self.dt, self.scene)
+                for solver in solvers:
+                    solver.step(self.dt, colliders)
+                before = now
         return CompositeSnapshot(rigid, tuple(s.snapshot() for s in solvers))
 
     def _replicas(self, snapshot: CompositeSnapshot, batch: int) -> list[DeformableSolver]:

@@ -45,6 +45,7 @@ import scipy.sparse.linalg
 
 from simpact.tasks import load_task
 from solvers.composite import CompositeWorld
+from solvers.deformable import one_torch_thread
 from solvers.world import make_world
 
 __all__ = ["run_rope_bench"]
@@ -59,6 +60,10 @@ DAMPING = 1.0
 """Linear velocity decay rate of both ropes, 1/s."""
 YOUNG = 5.0e4
 """Young's modulus of both ropes, Pa."""
+_BLAS_SPIN_S = 0.5
+"""numpy's OpenBLAS keeps its worker threads spinning for a while after a threaded call (the inverse just
+built): the timed loop starts once they sleep (with them spinning, the rope's loop measured 20-40 % more
+CPU than wall time and ran up to 30 % slower on these 2 vCPUs)."""
 
 
 def _median(samples: list[float]) -> dict[str, float]:
@@ -126,7 +131,8 @@ def _pd_run(seconds: float, batch: int = 1) -> tuple[_Timer, np.ndarray]:
         warm.step(DT)
     rope = _pd_rope(batch)
     rope._operators(DT, rope._constraints(None)[0])  # and builds the global step's inverse
-    with _Timer() as timer:
+    time.sleep(_BLAS_SPIN_S)
+    with _Timer() as timer, one_torch_thread():  # held once for the loop, as the composite World holds it
         for _ in range(round(seconds / DT)):
             rope.step(DT)
     return timer, rope.positions()

@@ -41,7 +41,7 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
-from solvers.deformable import Colliders, check_ranges, held_positions, update_grasp
+from solvers.deformable import Colliders, check_ranges, held_positions, one_torch_thread, update_grasp
 from solvers.pd.contact import box_friction, box_push, near_boxes  # noqa: TID253  (lazy, as this)
 from solvers.pd.iterations import Group, compiled_iterate, fall, omegas, padded  # noqa: TID253
 
@@ -286,14 +286,8 @@ class RopeSolver:
 
         Torch runs on one thread during the step (restored after): these small products gain nothing from
         threads, and the floats then do not depend on the machine's core count."""
-        threads = torch.get_num_threads()
-        if threads != 1:
-            torch.set_num_threads(1)
-        try:
+        with one_torch_thread():
             self._step(float(dt), colliders)
-        finally:
-            if threads != 1:
-                torch.set_num_threads(threads)
 
     def _step(self, h: float, colliders: Colliders | None) -> None:
         """One step. The iterations lay positions out (N, 3, B), so that one iteration of the members sharing
