@@ -22,10 +22,9 @@ Each figure is a median over ``repeats`` runs with its range, in wall time and (
 CPU time, the steadier of the two on a shared machine. What it does not show: a quiet machine (the timings
 are taken as they come on a shared one), ropes in contact with many boxes, the planner's batches.
 
-Measured on the shared 2-core VM (load average ~5, ``--repeats 5``, 2026-12-02): rope_vs_mujoco_cable 1.16
-(1.09-1.18) wall, 1.15 (1.13-1.17) CPU, PD 25.9x and MuJoCo 22.2x real time, the two hanging ropes 4.2 mm
-apart at rest; 64 ropes 259 (251-264) rope-s per wall s, 382 (377-392) per CPU s; shape_rope with the robot
-12.2x (12.0-12.5) wall, 18.2x (17.8-18.6) CPU, its MuJoCo part alone 120x.
+Measured on the idle 2-vCPU VM (AMD EPYC, AVX-512; ``--repeats 7``, 2026-12-02): rope_vs_mujoco_cable 0.93
+(0.85-1.08), PD 32x and MuJoCo 35x real time, the two hanging ropes 4.2 mm apart at rest (two runs the same
+hour: 1.16, 1.06); 64 ropes 477 (410-547) rope-s per wall s; shape_rope with the robot 23.9x (22.3-24.9).
 """
 
 from __future__ import annotations
