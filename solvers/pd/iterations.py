@@ -83,8 +83,8 @@ def iterate(
     previous = x
     for w in omegas:
         e = x[1:] - x[:-1]
-        directions[..., :members] = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)  # (vector_norm
-        # is not batch-exact)
+        # unit edge directions (vector_norm is not batch-exact)
+        directions[..., :members] = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)
         solved = torch.addmm(flat, gather, directions.view(n - 1, -1)).view(base.shape)[..., :members]
         if w != 1.0:
             solved = torch.lerp(previous, solved, w)
