@@ -23,7 +23,7 @@ import trimesh
 from real2sim.pose import estimate_pose
 from real2sim.refine import refine_box, refine_cylinder, refine_hull
 from real2sim.segment import AssignFn, segment
-from real2sim.shape import ShapeError, complete_shape
+from real2sim.shape import ShapeBackendError, ShapeError, complete_shape
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
 from simpact.core.frame import Frame
@@ -140,6 +140,8 @@ def perceive(
             options = {"rgb": frame.rgb, "mask": seg.mask}
         try:
             shp = complete_shape(pts, seg.label, shape, **options)
+        except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
+            raise
         except ShapeError as err:
             warnings.append(f"{seg.label!r}: {err}; left out")
             continue

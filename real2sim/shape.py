@@ -47,6 +47,7 @@ __all__ = [
     "REVOLUTION_WORDS",
     "SHAPE_BACKENDS",
     "Shape",
+    "ShapeBackendError",
     "ShapeError",
     "complete_shape",
     "kind_from_label",
@@ -65,6 +66,11 @@ CONCAVE_WORDS = frozenset("bowl cup mug pot pitcher basket".split())
 
 class ShapeError(SimpactError, ValueError):
     """Shape completion cannot run (bad points, missing model or package); the message says which."""
+
+
+class ShapeBackendError(ShapeError):
+    """The chosen shape back-end cannot run at all (its package, weights or inputs are missing): an error for
+    the whole frame, not one object left out."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -426,13 +432,13 @@ def _hunyuan3d(
 ) -> Shape:
     path = model_path or os.environ.get(HUNYUAN3D_ENV)
     if not path:
-        raise ShapeError(
+        raise ShapeBackendError(
             f"shape back-end 'hunyuan3d' needs its weights: set ${HUNYUAN3D_ENV} to a local folder"
         )
     if not os.path.isdir(path):
-        raise ShapeError(f"shape back-end 'hunyuan3d': {path!r} (${HUNYUAN3D_ENV}) is not a folder")
+        raise ShapeBackendError(f"shape back-end 'hunyuan3d': {path!r} (${HUNYUAN3D_ENV}) is not a folder")
     if rgb is None or mask is None:
-        raise ShapeError("shape back-end 'hunyuan3d' needs the image and the object's mask")
+        raise ShapeBackendError("shape back-end 'hunyuan3d' needs the image and the object's mask")
     try:
         import torch
 
@@ -441,7 +447,7 @@ def _hunyuan3d(
         except ImportError:  # Hunyuan3D 2.0
             from hy3dgen.shapegen import Hunyuan3DDiTFlowMatchingPipeline
     except ImportError as err:
-        raise ShapeError(
+        raise ShapeBackendError(
             f"shape back-end 'hunyuan3d' needs the package hy3dshape (Hunyuan3D 2.1) or hy3dgen (2.0): {err}"
         ) from None
 
@@ -452,7 +458,7 @@ def _hunyuan3d(
             lambda: Hunyuan3DDiTFlowMatchingPipeline.from_pretrained(path, device=dev),
             "shape back-end 'hunyuan3d'",
             f"${HUNYUAN3D_ENV} ({path})",
-            ShapeError,
+            ShapeBackendError,
         )
     pipeline = _HY3D_CACHE[key]
     rows, cols = np.nonzero(mask)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from real2sim.perception import Perception, perceive
+from real2sim.shape import ShapeBackendError
 from simpact.core.frame import Frame
 
 from ._render import ground_truth, render_task, without_calibration
@@ -77,6 +78,17 @@ def test_missing_labels_are_warned_not_fatal(rendered: dict[str, tuple[Frame, An
     result = perceive(frame, ["carton", "blue box", "purple elephant"])
     assert len(result.objects) == 2 and len(result.warnings) == 1  # two regions for three labels
     assert "blue box" in [o.label for o in result.objects]
+
+
+def test_a_chosen_shape_back_end_that_cannot_run_fails_the_frame_with_its_setting(
+    rendered: dict[str, tuple[Frame, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing weights of the back-end the user chose are one error naming the setting, not every object
+    left out and "no object found" (an object whose own points cannot be fitted is still only left out)."""
+    monkeypatch.delenv("SIMPACT_HUNYUAN3D_PATH", raising=False)
+    frame, _ = rendered["non_toppling_push"]
+    with pytest.raises(ShapeBackendError, match="SIMPACT_HUNYUAN3D_PATH"):
+        perceive(frame, ["carton"], shape="hunyuan3d")
 
 
 #: Real frames whose objects the default (geometric, no VLM) perception finds and sizes within 20 %. The
