@@ -64,10 +64,14 @@ def test_a_killed_run_resumes_without_losing_or_repeating_a_chain(tmp_path):
             raise KeyboardInterrupt
         env.step(np.r_[env.robot_obs()[:6], 1.0])
 
+    summaries: list[dict] = []
     with pytest.raises(KeyboardInterrupt):
-        run_calvin(tmp_path, 10, 3, policy=dies_on_second_chain)
+        run_calvin(tmp_path, 10, 3, policy=dies_on_second_chain, on_summary=summaries.append)
     lines = (tmp_path / "runs.jsonl").read_text().splitlines()
     assert [json.loads(line)["chain"] for line in lines] == [10]
+    # the finished chain's summary was reported before the interrupt (the command line keeps it as so_far)
+    assert len(summaries) == 1 and summaries[0]["chains"] == 1
+    assert set(summaries[0]["wall_s_per_chain"]) == {"10"}
 
     ran: list[str] = []
 

@@ -156,12 +156,21 @@ def _video_path(out: Path, chain: Chain) -> Path:
     return out / "videos" / f"chain_{chain.index:04d}.mp4"
 
 
-def _reporter(progress: CalvinProgress | None) -> Callable[[dict[str, Any]], None] | None:
-    """The log's ``on_record`` hook: a finished chain to the progress display (errors are reported once, at
-    the end)."""
-    if progress is None:
-        return None
-    return lambda record: None if "error" in record else progress.record(record)
+def _reporter(
+    progress: CalvinProgress | None, so_far: Callable[[], object] | None = None
+) -> Callable[[dict[str, Any]], None]:
+    """The log's ``on_record`` hook: a finished chain to the progress display and ``so_far()`` (errors are
+    reported once, at the end)."""
+
+    def report(record: dict[str, Any]) -> None:
+        if "error" in record:
+            return
+        if progress is not None:
+            progress.record(record)
+        if so_far is not None:
+            so_far()
+
+    return report
 
 
 def run_calvin(
@@ -177,9 +186,11 @@ def run_calvin(
     executor: str = "local",
     workers: int = 1,
     vlm: Mapping[str, Any] | None = None,
+    on_summary: Callable[[dict[str, Any]], object] | None = None,
 ) -> dict[str, Any]:
     """Evaluate chains ``start .. start+count-1``; finished chains are logged and skipped on a rerun.
     With ``video``, each chain's static-camera film goes to ``out/videos/chain_NNNN.mp4``.
+    ``on_summary`` gets the summary of the chains finished so far after each one (an interrupted run's).
 
     ``executor="ray"`` runs each chain as a Ray task (on a running cluster, else on a local Ray instance
     with ``workers`` CPUs) whose worker builds its own environment; this process appends each record to the
@@ -217,7 +228,23 @@ def run_calvin(
             finished = ray_map(_chain_task, jobs, workers)
         else:
             finished = (_chain_record(env, job, act) for job in jobs)
-        errors = log.append(finished, _reporter(progress))
+
+        def summary() -> dict[str, Any]:
+            records = log.records(wanted)
+            return {
+                **summarise(records),
+                "backend": env.backend,
+                "mode": mode,
+                "executor": executor,
+                "first_chain": start,
+                "wall_s_per_chain": {str(r["chain"]): r["wall_s"] for r in records},
+                "artifacts_per_chain": {str(r["chain"]): r.get("artifacts") for r in records},
+                "audit": success_range(records),
+                "ignored": log.ignored,
+            }
+
+        so_far = None if on_summary is None else (lambda: on_summary(summary()))
+        errors = log.append(finished, _reporter(progress, so_far))
     finally:
         env.close()
         if progress is not None:
@@ -226,18 +253,7 @@ def run_calvin(
         failed = "; ".join(f"chain {e['seed']}: {e['error']}" for e in errors[:3])
         more = f"; {len(errors) - 3} more" if len(errors) > 3 else ""
         raise BenchError(f"{len(errors)} chain(s) failed ({failed}{more}); rerun with this --out to retry")
-    records = log.records(wanted)
-    return {
-        **summarise(records),
-        "backend": env.backend,
-        "mode": mode,
-        "executor": executor,
-        "first_chain": start,
-        "wall_s_per_chain": {str(r["chain"]): r["wall_s"] for r in records},
-        "artifacts_per_chain": {str(r["chain"]): r.get("artifacts") for r in records},
-        "audit": success_range(records),
-        "ignored": log.ignored,
-    }
+    return summary()
 
 
 def format_table(result: Mapping[str, Any]) -> str:

@@ -333,11 +333,8 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
     settings = {"chains": args.chains, "start": args.start, "mode": args.mode, "backend": args.backend,
                 "video": args.video, "executor": args.executor, "vlm": args.vlm}  # fmt: skip
     try:
-        result = _recorded(
-            out,
-            "bench calvin",
-            settings,
-            lambda: run_calvin(
+        with RunRecord.start(out, "bench calvin", settings) as record:  # ``so_far``: the finished chains
+            result = run_calvin(
                 out,
                 args.start,
                 args.chains,
@@ -348,8 +345,10 @@ def cmd_bench_calvin(args: argparse.Namespace) -> None:
                 executor=args.executor,
                 workers=os.cpu_count() or 1,  # the CPUs of a local Ray instance, when no cluster runs
                 vlm=vlm,
-            ),
-        )
+                on_summary=lambda partial: record.update(so_far=partial),
+            )
+            record.payload.pop("so_far", None)
+            record.update(**result)
     except BenchError as exc:
         raise UsageError(str(exc)) from None
     print(calvin_table(result))
