@@ -294,14 +294,20 @@ class CompositeWorld:
         before = self._poses(np.asarray(start)[None])[0]
         with one_torch_thread():
             for c in range((row + 1) // sub):
-                q = trace.qpos[c * sub + sub - 1]
-                same = c > 0 and np.array_equal(q, trace.qpos[(c - 1) * sub + sub - 1])
-                now = before if same else self._poses(q[None])[0]
+                now = self._period_poses(trace, c, len(trace) // sub, before)
                 colliders = _colliders(self._boxes, [now], [before], self.dt, self.scene)
                 for solver in solvers:
                     solver.step(self.dt, colliders)
                 before = now
         return CompositeSnapshot(rigid, tuple(s.snapshot() for s in solvers))
+
+    def _period_poses(self, trace: Trace, c: int, periods: int, before: _Poses) -> _Poses:
+        """The box poses at the end of control period ``c`` of ``trace`` (``periods`` long: held at its last
+        one after), ``before`` itself when qpos did not change since the period before."""
+        sub = self.rigid.substeps
+        q = trace.qpos[min(c, periods - 1) * sub + sub - 1]
+        same = c > 0 and np.array_equal(q, trace.qpos[min(c - 1, periods - 1) * sub + sub - 1])
+        return before if same else self._poses(q[None])[0]
 
     def _replicas(self, snapshot: CompositeSnapshot, batch: int) -> list[DeformableSolver]:
         """``batch`` copies of every deformable at ``snapshot`` (this world's own solvers unchanged)."""
@@ -333,11 +339,9 @@ class CompositeWorld:
                 records[k][b][0] = first[b]
         for c in range(max(periods)):
             now = []
-            for b, (t, n) in enumerate(zip(traces, periods)):  # poses change only when qpos does
+            for b, (t, n) in enumerate(zip(traces, periods)):
                 assert t is not None
-                q = t.qpos[min(c, n - 1) * sub + sub - 1]
-                same = c > 0 and np.array_equal(q, t.qpos[min(c - 1, n - 1) * sub + sub - 1])
-                now.append(before[b] if same else self._poses(q[None])[0])
+                now.append(self._period_poses(t, c, n, before[b]))
             colliders = _colliders(self._boxes, now, before, self.dt, self.scene)
             for k, solver in enumerate(solvers):
                 solver.step(self.dt, colliders)
