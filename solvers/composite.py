@@ -28,7 +28,7 @@ from simpact.core.actions import Plan, StartPose
 from simpact.core.frame import Frame
 from simpact.core.rollout import DeformableState, Rollout, Trace, WorldState
 from simpact.core.scene import Scene
-from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver, one_torch_thread
+from solvers.deformable import Colliders, DeformableSolver, Grip, build_solver, torch_solver_mode
 from solvers.mujoco.render import CameraSpec, Renderer, VideoWriter, add_particles, add_rope, object_masks
 from solvers.mujoco.world import SETTLE_S, VIDEO_CAMERA, MujocoAccess, MujocoWorld
 
@@ -277,7 +277,7 @@ class CompositeWorld:
         t0 = time.perf_counter()
         snapshot = self.initial_snapshot if snapshot is None else snapshot
         rigid = self.rigid.rollouts(plans, snapshot=snapshot, tail_s=tail_s, prefix=prefix)
-        with one_torch_thread():  # once for every step of the deformables (see one_torch_thread)
+        with torch_solver_mode():  # once for every step of the deformables (see torch_solver_mode)
             return self._couple(rigid, snapshot, t0)
 
     def snapshot_at(
@@ -292,7 +292,7 @@ class CompositeWorld:
             raise ValueError(f"row {row} does not end a control period ({sub} physics steps each)")
         solvers = self._replicas(start, 1)
         before = self._poses(np.asarray(start)[None])[0]
-        with one_torch_thread():
+        with torch_solver_mode():
             for c in range((row + 1) // sub):
                 now = self._period_poses(trace, c, len(trace) // sub, before)
                 colliders = _colliders(self._boxes, [now], [before], self.dt, self.scene)

@@ -44,7 +44,7 @@ import scipy.sparse.linalg
 
 from simpact.tasks import load_task
 from solvers.composite import CompositeWorld
-from solvers.deformable import one_torch_thread
+from solvers.deformable import torch_solver_mode
 from solvers.world import make_world
 
 __all__ = ["run_rope_bench"]
@@ -131,7 +131,7 @@ def _pd_run(seconds: float, batch: int = 1) -> tuple[_Timer, np.ndarray]:
     rope = _pd_rope(batch)
     rope._operators(DT, rope._constraints(None)[0])  # and builds the global step's inverse
     time.sleep(_BLAS_SPIN_S)
-    with _Timer() as timer, one_torch_thread():  # held once for the loop, as the composite World holds it
+    with _Timer() as timer, torch_solver_mode():  # held once for the loop, as the composite World holds it
         for _ in range(round(seconds / DT)):
             rope.step(DT)
     return timer, rope.positions()

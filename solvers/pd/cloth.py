@@ -38,7 +38,7 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
-from solvers.deformable import Colliders, check_ranges, held_positions, one_torch_thread, update_grasp
+from solvers.deformable import Colliders, check_ranges, held_positions, torch_solver_mode, update_grasp
 from solvers.pd.contact import GRAVITY, box_friction, box_push, near_boxes, table_friction  # noqa: TID253
 from solvers.pd.iterations import member_products  # noqa: TID253
 
@@ -268,7 +268,7 @@ class ClothSolver:
     def step(self, dt: float, colliders: Colliders | None = None) -> None:
         """Advance every sheet by ``dt`` s (module docstring); ``colliders`` None: only the table. Torch
         runs on one thread during the step, as the rope's does."""
-        with one_torch_thread():
+        with torch_solver_mode():
             self._step(float(dt), colliders)
 
     def _step(self, h: float, colliders: Colliders | None) -> None:

@@ -41,7 +41,7 @@ import torch  # noqa: TID253  (this module is lazy itself: see the list in pypro
 
 from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
-from solvers.deformable import Colliders, check_ranges, held_positions, one_torch_thread, update_grasp
+from solvers.deformable import Colliders, check_ranges, held_positions, torch_solver_mode, update_grasp
 from solvers.pd.contact import box_friction, box_push, near_boxes  # noqa: TID253  (lazy, as this)
 from solvers.pd.iterations import Group, compiled_iterate, fall, omegas, padded  # noqa: TID253
 
@@ -284,9 +284,9 @@ class RopeSolver:
     def step(self, dt: float, colliders: Colliders | None = None) -> None:
         """Advance every rope by ``dt`` s (see the module docstring); ``colliders`` None: only the table.
 
-        Torch runs on one thread during the step (restored after): these small products gain nothing from
-        threads, and the floats then do not depend on the machine's core count."""
-        with one_torch_thread():
+        Torch runs as :func:`~solvers.deformable.torch_solver_mode` sets it during the step (one thread,
+        inference mode; restored after): the floats then do not depend on the machine's core count."""
+        with torch_solver_mode():
             self._step(float(dt), colliders)
 
     def _step(self, h: float, colliders: Colliders | None) -> None:
