@@ -2,8 +2,9 @@
 
 :func:`find_clusters` finds the candidate pixels above the table plane, cuts them at depth discontinuities,
 concave creases and colour edges (:mod:`real2sim.clutter`), keeps the regions that rest on the table, merges
-regions seen within another's top-view outline and splits a region whose top view is two plateaus. Matching
-the regions to labels is :mod:`real2sim.segment`'s job.
+regions seen within another's top-view outline, splits a region whose top view is two plateaus or that holds
+touching objects of different colours (:mod:`real2sim.split`). Matching regions to labels is
+:mod:`real2sim.segment`'s job.
 """
 
 from __future__ import annotations
@@ -91,9 +92,8 @@ def find_clusters(
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`). With a calibrated frame, regions within
     ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``colour_split``, a
-    region holding touching objects of different colours is split (:func:`real2sim.split.split_by_colour`),
-    before the appendages join. With ``fill_holes``, each
-    region then takes the pixels without depth along its silhouette that have its colour
+    region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
+    ``fill_holes``, each region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`).
     """
     import cv2

@@ -164,15 +164,17 @@ def _two_colours(lab: np.ndarray, sub: np.ndarray, weight: float, min_colour: fl
     import cv2
 
     feats = lab[sub] * np.array([weight, 1.0, 1.0])
+    if np.linalg.norm(np.ptp(feats, axis=0)) < min_colour:  # no two centres so far apart (one flat colour)
+        return None
     centres, _ = kmeans2(feats[:: max(1, len(feats) // 4000)], 2, minit="++", seed=0)
     if np.linalg.norm(centres[0] - centres[1]) < min_colour:
         return None
     near = np.argmin(np.linalg.norm(feats[:, None, :] - centres[None], axis=2), axis=1)
     img = np.zeros(sub.shape, np.uint8)
     img[sub] = near + 1
-    img = cv2.medianBlur(img, 5)
-    img[~sub] = 0
-    return img
+    smooth = np.asarray(cv2.medianBlur(img, 5))
+    smooth[~sub] = 0
+    return smooth
 
 
 def _standing_parts(
