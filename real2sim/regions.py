@@ -2,8 +2,9 @@
 
 :func:`find_clusters` finds the candidate pixels above the table plane, cuts them at depth discontinuities,
 concave creases and colour edges (:mod:`real2sim.clutter`), keeps the regions that rest on the table, merges
-regions seen within another's top-view outline and splits a region whose top view is two plateaus. Matching
-the regions to labels is :mod:`real2sim.segment`'s job.
+regions seen within another's top-view outline, splits a region whose top view is two plateaus or that holds
+touching objects of different colours (:mod:`real2sim.split`). Matching regions to labels is
+:mod:`real2sim.segment`'s job.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from scipy.spatial import ConvexHull, QhullError
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes
 from real2sim.shape import outline_kind
+from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, ransac_plane
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
@@ -71,6 +73,7 @@ def find_clusters(
     min_on_table: float = 0.5,
     min_clearance: float = 5.0,
     fill_holes: bool = True,
+    colour_split: bool = True,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
 
@@ -88,8 +91,9 @@ def find_clusters(
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`). With a calibrated frame, regions within
-    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``fill_holes``, each
-    region then takes the pixels without depth along its silhouette that have its colour
+    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``colour_split``, a
+    region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
+    ``fill_holes``, each region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`).
     """
     import cv2
@@ -99,7 +103,9 @@ def find_clusters(
     candidate = valid & (height > min_height_m)
     z = frame.depth.astype(np.float64)
     thr = jump_m * np.maximum(z, 0.3)
-    count, labels_img, stats = _cut_regions(frame.rgb, pts, valid, candidate, z, thr, creases, colour_cuts)
+    crease = concave_creases(pts, valid)
+    cuts = crease if creases else None
+    count, labels_img, stats = _cut_regions(frame.rgb, pts, valid, candidate, z, thr, cuts, colour_cuts)
     coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m)
     T = table.T_world_cam
     on_table = pts[table.inliers & valid]
@@ -136,6 +142,9 @@ def find_clusters(
     kept = _resting(regions, z, min_support)
     kept = _merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
+    if colour_split:
+        ctx = make_context(frame.rgb, z, valid, height, crease, frame.K[0, 0], jump_m=jump_m, touch_m=touch_m)
+        kept = split_regions(kept, ctx)
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
@@ -156,12 +165,12 @@ def _cut_regions(
     candidate: np.ndarray,
     z: np.ndarray,
     thr: np.ndarray,
-    creases: bool,
+    crease: np.ndarray | None,
     colour_cuts: bool,
 ) -> tuple[int, np.ndarray, np.ndarray]:
     """The candidate pixels cut into connected regions where depth ``z`` (m) jumps over ``thr`` (m), concave
     creases and colour edges: ``(count, labels image, cv2 stats)``; crease and colour cuts are given back to
-    the regions beside them (:func:`real2sim.clutter.regrow`)."""
+    the regions beside them (:func:`real2sim.clutter.regrow`); ``crease``: the concave creases, or None."""
     import cv2
 
     # Each jump cuts off its farther pixel only, so thin near surfaces (a bowl's rim) stay connected.
@@ -174,8 +183,8 @@ def _cut_regions(
     edge[:-1, :] |= -dz_y > thr[1:, :]
     # Touching objects meet in concave creases, and differ in colour where the surface bends.
     cut = np.zeros_like(candidate)
-    if creases:
-        cut |= concave_creases(pts, valid)
+    if crease is not None:
+        cut |= crease
     if colour_cuts:
         cut |= colour_edges(rgb, pts, valid)
     cut = (cv2.dilate(cut.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0) & candidate & ~edge

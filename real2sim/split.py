@@ -1,0 +1,268 @@
+"""Split a region that holds several touching objects of different colours.
+
+Depth cuts, creases and colour edges (:mod:`real2sim.clutter`) separate objects only where the cut closes
+all the way around one of them; where it leaks (a depth camera that smooths its edges, two objects meeting
+without a crease) one region holds several objects. :func:`split_by_colour` takes such a region apart by
+region, not by edge:
+
+1. its pixels are clustered in two by colour (k-means in Lab; first with the lightness weighted down, as
+   shading changes lightness more than hue, then, for objects told apart by lightness alone, in full), the
+   label image smoothed, and each colour's connected parts taken, without their parts narrower than
+   ``min_width_m`` (a seam, a rim, a reflection);
+2. a part is an object of its own only when it is large (``min_area_m2``) and rests on the table (its lowest
+   points within ``touch_m`` of it): the print on a box, the lid of a tub, the head of a toy stand on another
+   part, not on the table. Every pixel of the region goes to the nearest such part;
+3. two parts stay apart only where their shared border shows a depth step, a concave crease or missing
+   depth on ``min_break`` of it, or where they meet in a neck (border length under ``min_neck`` times the
+   smaller part's square-root area). The print on a flat face or a can's colour band has neither;
+4. each part so found is split again, a few levels deep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy.cluster.vq import kmeans2
+from scipy.ndimage import distance_transform_edt
+
+__all__ = ["SplitContext", "SplitParams", "make_context", "split_by_colour", "split_regions"]
+
+
+@dataclasses.dataclass
+class SplitContext:
+    """What :func:`split_by_colour` reads of one frame ((H, W) images)."""
+
+    lab: np.ndarray
+    """(H, W, 3) Lab colour, blurred (a paint's speckle is not colour)."""
+    z: np.ndarray
+    """Depth (m), 0 where none."""
+    valid: np.ndarray
+    height: np.ndarray
+    """Height above the table (m)."""
+    crease: np.ndarray
+    """Concave creases (bool, :func:`real2sim.clutter.concave_creases`)."""
+    focal_px: float
+    """Focal length (px)."""
+    jump_m: float = 0.015
+    """Depth step (m, at 1 m range, growing with depth) that separates two surfaces."""
+    touch_m: float = 0.03
+    """A part rests on the table when its lowest points are within this height (m) of it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitParams:
+    """The thresholds of :func:`split_by_colour` (see the module docstring)."""
+
+    min_pixels: int = 300
+    """Smallest part (px)."""
+    min_area_m2: float = 0.002
+    """Smallest part (m^2, seen face on at the region's depth)."""
+    min_width_m: float = 0.01
+    """Narrowest part (m)."""
+    min_colour: float = 18.0
+    """Lab distance between the two colours' centres (lightness weighted) below which a region is one."""
+    lightness_weights: tuple[float, ...] = (0.5, 1.0)
+    """Weights of the lightness in the colour distance, tried in turn until one splits the region."""
+    min_break: float = 0.3
+    """Share of a border with a depth step, crease or missing depth that keeps two parts apart."""
+    min_neck: float = 0.5
+    """Border length (px) per square-root pixel of the smaller part below which two parts meet in a neck."""
+    levels: int = 3
+    """How deep parts are split again."""
+
+
+def make_context(
+    rgb: np.ndarray,
+    z: np.ndarray,
+    valid: np.ndarray,
+    height: np.ndarray,
+    crease: np.ndarray,
+    focal_px: float,
+    *,
+    jump_m: float = 0.015,
+    touch_m: float = 0.03,
+) -> SplitContext:
+    """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), depth ``z`` (m), ``valid`` depth, height
+    above the table (m), concave creases and the focal length (px)."""
+    import cv2
+
+    blurred = cv2.GaussianBlur(np.ascontiguousarray(rgb, dtype=np.uint8), (5, 5), 0)
+    lab = cv2.cvtColor(blurred.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
+    return SplitContext(lab, z.astype(np.float64), valid, height, crease, float(focal_px), jump_m, touch_m)
+
+
+def split_regions(
+    regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = SplitParams()
+) -> list[tuple[np.ndarray, float]]:
+    """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`); a part's top is
+    its 98th percentile height."""
+    out = []
+    for mask, top in regions:
+        parts = split_by_colour(mask, ctx, params)
+        if len(parts) == 1:
+            out.append((mask, top))
+            continue
+        for part in parts:
+            h = ctx.height[part & ctx.valid]
+            out.append((part, float(np.percentile(h, 98)) if len(h) else top))
+    return out
+
+
+def split_by_colour(
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams(), levels: int | None = None
+) -> list[np.ndarray]:
+    """The objects in the region ``mask`` (H, W) bool: the region itself, or its parts (see the module
+    docstring), each split again ``levels`` (default ``params.levels``) deep. Every pixel of the region is in
+    exactly one returned mask."""
+    levels = params.levels if levels is None else levels
+    parts = [mask]
+    for weight in params.lightness_weights:
+        parts = _split_once(mask, ctx, params, weight)
+        if len(parts) > 1:
+            break
+    if len(parts) < 2 or levels <= 1:
+        return parts
+    return [piece for part in parts for piece in split_by_colour(part, ctx, params, levels - 1)]
+
+
+def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight: float) -> list[np.ndarray]:
+    """One level of :func:`split_by_colour` with the lightness weighted by ``weight``."""
+    rows, cols = np.nonzero(mask)
+    if len(rows) < 2 * params.min_pixels:
+        return [mask]
+    box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
+    sub = mask[box]
+    measured = sub & ctx.valid[box]
+    z_mid = float(np.median(ctx.z[box][measured])) if measured.any() else 1.0
+    px_m = z_mid / ctx.focal_px  # one pixel's width (m) at the region's depth
+    least = max(params.min_pixels, int(params.min_area_m2 / px_m**2))
+    if len(rows) < 2 * least:
+        return [mask]
+    colours = _two_colours(ctx.lab[box], sub, weight, params.min_colour)
+    if colours is None:
+        return [mask]
+    seeds = _standing_parts(
+        colours, ctx.height[box], measured, least, max(3, round(params.min_width_m / px_m)), ctx.touch_m
+    )
+    n = int(seeds.max())
+    if n < 2:
+        return [mask]
+    owner = _nearest_seed(seeds, sub)
+    out = []
+    for members in _join_unbroken(owner, n, ctx, box, params):
+        m = np.zeros_like(mask)
+        m[box] = np.isin(owner, members) & sub
+        out.append(m)
+    return out
+
+
+def _two_colours(lab: np.ndarray, sub: np.ndarray, weight: float, min_colour: float) -> np.ndarray | None:
+    """(h, w) uint8: 1 or 2, the nearer of two k-means colour centres of the ``sub`` pixels of ``lab`` (the
+    lightness weighted by ``weight``), median-smoothed; 0 outside ``sub``. None when the centres lie less
+    than ``min_colour`` apart (one colour)."""
+    import cv2
+
+    feats = lab[sub] * np.array([weight, 1.0, 1.0])
+    if np.linalg.norm(np.ptp(feats, axis=0)) < min_colour:  # no two centres so far apart (one flat colour)
+        return None
+    centres, _ = kmeans2(feats[:: max(1, len(feats) // 4000)], 2, minit="++", seed=0)
+    if np.linalg.norm(centres[0] - centres[1]) < min_colour:
+        return None
+    near = np.argmin(np.linalg.norm(feats[:, None, :] - centres[None], axis=2), axis=1)
+    img = np.zeros(sub.shape, np.uint8)
+    img[sub] = near + 1
+    smooth = np.asarray(cv2.medianBlur(img, 5))
+    smooth[~sub] = 0
+    return smooth
+
+
+def _standing_parts(
+    colours: np.ndarray,
+    height: np.ndarray,
+    measured: np.ndarray,
+    least: int,
+    width: int,
+    touch_m: float,
+) -> np.ndarray:
+    """(h, w) int32 labels 1..n of the connected parts of each colour of ``colours`` that keep ``least`` px
+    once opened by a ``width`` px square and whose lowest ``measured`` points (2nd percentile of ``height``,
+    m) are within ``touch_m`` of the table; 0 elsewhere."""
+    import cv2
+
+    seeds = np.zeros(colours.shape, np.int32)
+    kernel = np.ones((width, width), np.uint8)
+    n = 0
+    for colour in (1, 2):
+        core = cv2.morphologyEx((colours == colour).astype(np.uint8), cv2.MORPH_OPEN, kernel)
+        count, comp, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=4)
+        for k in range(1, count):
+            if stats[k, cv2.CC_STAT_AREA] < least:
+                continue
+            part = comp == k
+            h = height[part & measured]
+            if len(h) < least // 2 or float(np.percentile(h, 2)) > touch_m:
+                continue  # does not rest on the table: the print, a lid, a toy's head
+            n += 1
+            seeds[part] = n
+    return seeds
+
+
+def _nearest_seed(seeds: np.ndarray, sub: np.ndarray) -> np.ndarray:
+    """Every ``sub`` pixel labelled with its nearest seed's label (image distance); 0 outside ``sub``."""
+    _, idx = distance_transform_edt(seeds == 0, return_indices=True)
+    owner = seeds[idx[0], idx[1]]
+    owner[~sub] = 0
+    return owner
+
+
+def _join_unbroken(
+    owner: np.ndarray, n: int, ctx: SplitContext, box: tuple[slice, slice], params: SplitParams
+) -> list[list[int]]:
+    """Groups of the labels 1..n of ``owner`` (the crop ``box`` of the frame) that are one object: two labels
+    whose border (the pixels within 4 px of the other, across a seam without depth) shows a depth step,
+    crease or missing depth on less than ``params.min_break`` of it, and that meet in more than a neck."""
+    import cv2
+
+    z, valid = ctx.z[box], ctx.valid[box]
+    thr = ctx.jump_m * np.maximum(z, 0.3)
+    ring = np.ones((5, 5), np.uint8)
+    broken_near = (cv2.dilate(ctx.crease[box].astype(np.uint8), ring) > 0) | (
+        cv2.dilate((~valid).astype(np.uint8), ring) > 0
+    )
+    near, touch = np.ones((9, 9), np.uint8), cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    parent = list(range(n + 1))
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            a = parent[a]
+        return a
+
+    inside = [owner == k for k in range(n + 1)]
+    z_mean = [_local_mean(z, inside[k] & valid) for k in range(n + 1)]
+    for a in range(1, n + 1):
+        grown = cv2.dilate(inside[a].astype(np.uint8), near) > 0
+        touching = cv2.dilate(inside[a].astype(np.uint8), touch) > 0
+        for b in range(a + 1, n + 1):
+            border = grown & inside[b]
+            if border.sum() < 5:
+                continue
+            step = np.abs(z_mean[a] - z_mean[b]) > thr  # nan (no depth on one side): no step
+            broken = float((step | broken_near)[border].mean())
+            neck = int(touching[inside[b]].sum()) / np.sqrt(min(inside[a].sum(), inside[b].sum()))
+            if broken < params.min_break and neck >= params.min_neck:
+                parent[root(b)] = root(a)
+    groups: dict[int, list[int]] = {}
+    for k in range(1, n + 1):
+        groups.setdefault(root(k), []).append(k)
+    return list(groups.values())
+
+
+def _local_mean(z: np.ndarray, weight: np.ndarray, size: int = 7) -> np.ndarray:
+    """Mean of ``z`` over the ``weight`` pixels in a ``size`` square around each pixel (nan where none)."""
+    import cv2
+
+    w = weight.astype(np.float32)
+    total = cv2.blur((z * w).astype(np.float32), (size, size))
+    share = cv2.blur(w, (size, size))
+    return np.where(share > 0, total / np.maximum(share, 1e-9), np.nan)
