@@ -58,6 +58,27 @@ def test_scene_of_chain0_matches_its_observations(env) -> None:
     assert abs(scene.robot.yaw - (chain.robot_obs[5] - np.pi / 2)) < 1e-6
 
 
+def test_the_switch_knob_box_matches_calvins_knob_where_a_fingertip_pushes_it(env) -> None:
+    """The knob's box at switch 0 against ray probes of CALVIN's knob at x = 0.30: its front face within
+    4 mm of the mesh's (rounded) face on average over its height, its top no higher than the mesh's (a
+    plan that pushed up the slot at the old box's 12 mm higher top had CALVIN's rounded fingertip slide
+    over the knob)."""
+    from simpact.bench.calvin_parts import PARTS
+
+    chain = CHAINS[0]
+    obs = np.array(chain.scene_obs, dtype=float)
+    obs[3] = 0.0
+    env.reset(chain.robot_obs, obs)
+    low, high = PARTS["switch"].corners(0.0)
+    pb, cid, uid = env.pb, env.cid, env.table.uid
+    zs = np.linspace(low[2] + 0.003, high[2] - 0.003, 5)
+    hits = pb.rayTestBatch([[0.30, -0.3, z] for z in zs], [[0.30, 0.3, z] for z in zs], physicsClientId=cid)
+    assert all(h[0] == uid and h[1] == env.table.links["switch_link"] for h in hits)
+    assert abs(np.mean([h[3][1] for h in hits]) - low[1]) < 0.004
+    top = pb.rayTestBatch([[0.30, low[1] + 0.01, 1.0]], [[0.30, low[1] + 0.01, 0.3]], physicsClientId=cid)[0]
+    assert top[1] == env.table.links["switch_link"] and high[2] <= top[3][2] + 0.001
+
+
 def test_the_articulated_parts_are_in_the_scene_at_calvins_joint_positions(env) -> None:
     """Chain 0: slider 0.28 (left), button 0, switch 0.088 (on); the parts' joints in the MuJoCo world of
     the scene are CALVIN's, the slider's handle at x = 0.04 - q (CALVIN frame), the button's cap above its

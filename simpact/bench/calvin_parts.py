@@ -13,8 +13,12 @@ now (``scene_obs``). Each part is the piece the hand touches, its box at its cur
   ``cabinet_back`` box.
 * ``button``: the LED button's cap, 7 x 7 cm, z 0.457..0.487 at q = 0; joint ``base__button`` along -z,
   0..0.02. Its housing (:data:`HOUSING`) is lowered to the cap's bottom.
-* ``switch``: the lightbulb switch's knob, x 0.24..0.36, y 0.045..0.10, z 0.585..0.628 at q = 0.088;
-  joint ``base__switch`` along (0, 0.5, 0.866) (up its slanted slot), 0..0.088.
+* ``switch``: the lightbulb switch's knob, x 0.24..0.36, y 0.052..0.10, z 0.585..0.616 at q = 0.088;
+  joint ``base__switch`` along (0, 0.5, 0.866) (up its slanted slot), 0..0.088. Its front face is where
+  CALVIN's rounded knob meets a fingertip: at q = 0 the mesh's face is at y 0.003..0.017 over z 0.51..0.546
+  and its top edge is rounded; with the face 7 mm farther forward and the top 12 mm higher (the box
+  probed first), the plans pushed up the slot from a height CALVIN's rounded fingertip slid over or
+  never reached (``turn_on_lightbulb`` 0/2 in ``calvin_family``, chains 4 and 9; 2/2 with this box).
 * ``drawer``: the drawer's handle bar, x 0.058..0.302, z 0.34..0.381 (below the table top), y from
   -0.262 - q to -0.24 - q, 5.8 cm in front of the drawer's front (which is not in the scene: the bar is
   what the hand pushes, from that gap to open it, from in front to close it); joint ``base__drawer``
@@ -125,7 +129,7 @@ PARTS: dict[str, Part] = {
         "base__switch",
         (0.0, 0.5, 0.866),
         (0.0, 0.088),
-        ((0.24, 0.045, 0.585), (0.36, 0.10, 0.628)),
+        ((0.24, 0.052, 0.585), (0.36, 0.10, 0.616)),
         0.088,
         0.2,
     ),
