@@ -337,6 +337,23 @@ def test_a_hand_left_tilted_points_down_again_before_the_next_scene(env) -> None
     assert after[1] < before[1] - 0.08
 
 
+def test_a_subtask_after_the_drawer_is_planned_with_the_table_open_in_front(env) -> None:
+    """open_drawer leaves the hand at the drawer's handle, under the table top: the next subtask's scene
+    opens the table's front (a table plane would trap SIMPACT's hand under it: the planner then spent its
+    150 rollouts and found no success in its own simulation; with the front open, 14)."""
+    from simpact.calvin.evaluate import evaluate_chain
+
+    chain = CHAINS[4]
+    assert chain.sequence[:2] == ("open_drawer", "lift_pink_block_table")
+    env.reset(chain.robot_obs, chain.scene_obs)
+    assert not cs.hand_below_table(env)
+    record = evaluate_chain(
+        env, dataclasses.replace(chain, sequence=chain.sequence[:2]), cs.simpact_offline_policy
+    )
+    assert record["completed"] == 2, record
+    assert record["subtasks"][1]["policy"]["planner_success"] is True
+
+
 def test_calvin_family_finds_the_chains_holding_a_subtask() -> None:
     from simpact.bench.calvin_family import holding_chains
 

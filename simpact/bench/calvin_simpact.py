@@ -76,6 +76,7 @@ __all__ = [
     "family",
     "goal_for",
     "frame_blocks",
+    "hand_below_table",
     "require_supported",
     "simpact_offline_policy",
     "subtask_task",
@@ -245,6 +246,18 @@ def calvin_scene(
     return Scene((*objects, top), robot, table_size=(0.05, 0.05), table_friction=0.7)
 
 
+def hand_below_table(env: Any) -> bool:
+    """Whether the tool centre point is below CALVIN's table top (e.g. left at the drawer's handle by a
+    drawer subtask): the scene's table plane would trap the hand under it, so the subtask is planned
+    with the table open in front, as the drawer's are."""
+    tcp, _ = env.robot.tcp_pose()
+    return bool(tcp[2] < TABLE_Z + _BELOW_TOP)
+
+
+_BELOW_TOP = 0.005
+"""A tool centre point less than this above the table top counts as below it, m (the fingertips)."""
+
+
 # --- goals per family ---------------------------------------------------------------------------------------
 def _lift(color: str, scene: Scene) -> list[dict[str, Any]]:
     return [{"lifted": {"object": f"block_{color}", "dz": 0.06, "held": True}}]
@@ -402,7 +415,7 @@ def _plan_and_execute(env: Any, task: str, instruction: str) -> None:
     require_supported(task)
     untilt(env)
     inside, hand = task in INSIDE_DRAWER, task in HAND_START
-    open_front = task in DRAWER_TASKS or inside
+    open_front = task in DRAWER_TASKS or inside or hand_below_table(env)
     source = "ground_truth" if task in GROUND_TRUTH_BLOCKS else SCENE_SOURCE
     LAST["scene_source"] = source
     scene = calvin_scene(env, source, open_front, inside, hand)
