@@ -1,5 +1,7 @@
 """The rope's local/global iterations (:mod:`solvers.pd.rope`), laid out (N, 3, B): one matrix product per
-iteration for a batch, the table and its friction inside every iteration, compiled by TorchScript.
+iteration for a batch, the table and its friction inside every iteration. A step's solve (:func:`solve`)
+and its end (:func:`settle`) are each one call compiled by TorchScript: a single rope's step is bound by
+per-operation overhead, and every eager call between them costs more than the operation.
 
 This module imports torch at its top, so it is itself on the lazy-import list (pyproject)."""
 
@@ -17,7 +19,8 @@ __all__ = [
     "GRAVITY",
     "MEMBERS_PER_PRODUCT",
     "Group",
-    "compiled_iterate",
+    "compiled_settle",
+    "compiled_solve",
     "fall",
     "iterate",
     "member_products",
@@ -39,11 +42,6 @@ class Group(NamedTuple):
     rows: torch.Tensor | None
     gather: torch.Tensor
 
-    def base(self, y: torch.Tensor, xc: torch.Tensor) -> torch.Tensor:
-        """The iterations' constant part (N, 3, b) from the inertial positions ``y`` and the constrained
-        particles' targets ``xc`` (N, 3, b): the solve without the stretch targets, C at its targets."""
-        return scripted(_base)(self.inertia, self.coupling, self.rows, y, xc)
-
 
 def _base(
     inertia: torch.Tensor,
@@ -52,7 +50,8 @@ def _base(
     y: torch.Tensor,
     xc: torch.Tensor,
 ) -> torch.Tensor:
-    """:meth:`Group.base` on the group's tensors."""
+    """The iterations' constant part (N, 3, B') from the inertial positions ``y`` and the constrained
+    particles' targets ``xc`` (N, 3, B'): the solve without the stretch targets, C at its targets."""
     n = y.shape[0]
     base = torch.mm(inertia, y.reshape(n, -1))
     if coupling is not None and rows is not None:
@@ -60,6 +59,71 @@ def _base(
         base.addmm_(coupling, held)
         base[rows] = held
     return base.view(y.shape)
+
+
+def solve(
+    x0: torch.Tensor,
+    v0: torch.Tensor,
+    targets: torch.Tensor,
+    constrained: torch.Tensor,
+    h: float,
+    fall: torch.Tensor,
+    floor: float,
+    mu: float,
+    slop: float,
+    omegas: list[float],
+    inertia: torch.Tensor,
+    coupling: torch.Tensor | None,
+    rows: torch.Tensor | None,
+    gather: torch.Tensor,
+) -> torch.Tensor:
+    """One step's positions (B, N, 3) of members that share a constrained set (``constrained`` (B, N), at
+    ``targets`` (B, N, 3) m; the group's operators, see :class:`Group`) from ``x0``, ``v0`` (B, N, 3) over
+    ``h`` s: the inertial positions (``fall``: :func:`fall`), the table's friction budget (``mu`` times how
+    far a particle resting on the table, within ``slop`` m of ``floor``, was pressed into it), the
+    iterations (:func:`iterate`), the constrained particles put at their targets."""
+    first = (x0 + h * v0).permute(1, 2, 0).contiguous()  # (N, 3, B): the first iterate (see iterate)
+    y = first + fall
+    z0 = x0[..., 2].t()  # (N, B)
+    on_table = z0 <= floor + slop
+    held = bool(constrained.any())
+    if held:
+        on_table &= ~constrained.t()
+    budget: torch.Tensor | None = None
+    if bool(on_table.any()):  # else the table's friction does nothing (an exact no-op): skipped
+        approach = (z0 - y[:, 2]).clamp_min(0.0) - (z0 - floor).clamp_min(0.0)
+        budget = torch.where(on_table, mu * approach.clamp_min(0.0), 0.0)[:, None]
+    start = x0.permute(1, 2, 0)
+    base = _base(inertia, coupling, rows, padded(y), padded(targets.permute(1, 2, 0)))
+    x = iterate(first, base, gather, omegas, floor, start, budget).permute(2, 0, 1)
+    if held:  # held and pinned particles exactly at their targets (the table may move them)
+        x = torch.where(constrained[..., None], targets, x)
+    return x
+
+
+def settle(
+    x: torch.Tensor,
+    v: torch.Tensor | None,
+    x0: torch.Tensor,
+    h: float,
+    decay: float,
+    constrained: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A step's end from its positions ``x`` (B, N, 3) and start ``x0``: the velocities ``(x - x0) / h``
+    (``v`` when given: after the boxes' friction), scaled by ``decay`` (linear damping) except at the
+    ``constrained`` particles (B, N, 1; None: none), the positions from the damped velocities; and whether
+    each member is still (B,)."""
+    if v is None:
+        v = (x - x0) / h
+    damped = v * decay
+    if constrained is not None:
+        v = torch.where(constrained, v, damped)
+        x = torch.where(constrained, x, x0 + h * damped)
+    else:
+        v, x = damped, x0 + h * damped
+    x, v = x.contiguous(), v.contiguous()
+    still = (v == 0.0).view(v.shape[0], -1).all(1)  # then x == x0: x0 + h 0, or x - x0 == 0
+    return x, v, still
 
 
 def iterate(
@@ -71,19 +135,12 @@ def iterate(
     start: torch.Tensor,
     budget: torch.Tensor | None,
 ) -> torch.Tensor:
-    """The local/global iterations from ``x`` (N, 3, B): each is ``base + gather @ directions`` (one matrix
-    product, ``gather`` (N, N - 1) shared by the members, ``base`` (N, 3, B') padded: see :func:`padded`),
-    the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction (``budget`` (N, 1, B) None:
-    no particle on the table). Started from ``x0 + h v0`` rather than from the inertial ``y``: the two
-    differ only at the held and pinned particles, and from there a rope at rest is a fixed point of the
-    iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
     n, members = x.shape[0], x.shape[2]
     flat = base.view(n, -1)
     directions = torch.zeros((n - 1, 3, base.shape[2]), dtype=x.dtype)  # padded as ``base``
     previous = x
     for w in omegas:
         e = x[1:] - x[:-1]
-        # unit edge directions (vector_norm is not batch-exact)
         directions[..., :members] = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)
         solved = torch.addmm(flat, gather, directions.view(n - 1, -1)).view(base.shape)[..., :members]
         if w != 1.0:
@@ -118,9 +175,14 @@ def member_products(matrix: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return out.view(matrix.shape[0], 3, -1)[..., : x.shape[0]].permute(2, 0, 1)
 
 
-def compiled_iterate() -> Any:
-    """:func:`iterate` compiled by TorchScript (:func:`~solvers.pd.contact.scripted`)."""
-    return scripted(iterate)
+def compiled_solve() -> Any:
+    """:func:`solve` compiled by TorchScript (:func:`~solvers.pd.contact.scripted`)."""
+    return scripted(solve)
+
+
+def compiled_settle() -> Any:
+    """:func:`settle` compiled by TorchScript (:func:`~solvers.pd.contact.scripted`)."""
+    return scripted(settle)
 
 
 @functools.cache

@@ -43,7 +43,7 @@ from simpact.core.rotations import quat_rotate
 from simpact.core.scene import Scene, SceneError, SceneObject
 from solvers.deformable import Colliders, check_ranges, held_positions, torch_solver_mode, update_grasp
 from solvers.pd.contact import box_friction, box_push, near_boxes  # noqa: TID253  (lazy, as this)
-from solvers.pd.iterations import Group, compiled_iterate, fall, omegas, padded  # noqa: TID253
+from solvers.pd.iterations import Group, compiled_settle, compiled_solve, fall, omegas  # noqa: TID253
 
 __all__ = ["RopeParams", "RopeSolver", "rope_points", "rope_solver"]
 
@@ -307,39 +307,25 @@ class RopeSolver:
         resting = self._asleep & ~disturbed
         if resting.all():
             return
-        first = (x0 + h * v0).permute(1, 2, 0).contiguous()  # (N, 3, B): the first iterate (see _iterate)
-        y = first + fall(h)
         floor = (0.0 if colliders is None else colliders.table_z) + p.radius
         mu = max(p.friction, self.table_friction if colliders is None else colliders.table_friction)
-        z0 = x0[..., 2].T  # (N, B)
-        on_table = z0 <= floor + _CONTACT_SLOP
-        if constrained.any():
-            on_table &= ~torch.from_numpy(constrained.T)
-        budget = None
-        if bool(on_table.any()):  # else the table's friction does nothing (an exact no-op): skipped
-            approach = (z0 - y[:, 2]).clamp_min(0.0) - (z0 - floor).clamp_min(0.0)
-            budget = torch.where(on_table, mu * approach.clamp_min(0.0), 0.0)[:, None]
-        start = x0.permute(1, 2, 0)
-        xc = torch.from_numpy(targets).permute(1, 2, 0)
+        xc, cm = torch.from_numpy(targets), torch.from_numpy(constrained)
         weights = omegas(p.iterations, p.chebyshev_rho)
         groups = self._operators(h, constrained)
-        x = first if len(groups) == 1 else torch.empty_like(first)
-        for group in groups:  # one shared product per group, padded (see padded)
-            g = slice(None) if group.members is None else group.members
-            base = group.base(padded(y[..., g]), padded(xc[..., g]))
-            friction = None if budget is None else budget[..., g]
-            solved = compiled_iterate()(
-                first[..., g], base, group.gather, weights, floor, start[..., g], friction
-            )
-            if group.members is None:
-                x = solved
-            else:
-                x[..., g] = solved
-        x = x.permute(2, 0, 1)
-        cmask = None
-        if constrained.any():  # held and pinned particles exactly at their targets (the table may move them)
-            cmask = torch.from_numpy(constrained)[..., None]
-            x = torch.where(cmask, torch.from_numpy(targets), x)
+
+        def solved(group: Group) -> torch.Tensor:  # one shared product per group, padded (see padded)
+            m = slice(None) if group.members is None else group.members
+            operators = (group.inertia, group.coupling, group.rows, group.gather)
+            return compiled_solve()(x0[m], v0[m], xc[m], cm[m], h, fall(h), floor, mu, _CONTACT_SLOP, weights,
+                                    *operators)  # fmt: skip
+
+        if len(groups) == 1:
+            x = solved(groups[0])
+        else:
+            x = torch.empty_like(x0)
+            for group in groups:
+                x[group.members] = solved(group)
+        cmask = cm[..., None] if constrained.any() else None
         self._finish(x, h, cmask, colliders, boxes, resting, disturbed)
 
     def _finish(
@@ -361,19 +347,13 @@ class RopeSolver:
             assert colliders is not None
             push, *contact = box_push(x, colliders, boxes, p.radius, slop=_CONTACT_SLOP)
             x = x + (push if cmask is None else torch.where(cmask, 0.0, push))
-        v = (x - x0) / h
+        v = None
         if contact is not None:
             assert colliders is not None
             mu = np.maximum(colliders.friction[boxes], p.friction)
-            v = box_friction(v, v0, h, contact, mu, None if cmask is None else ~cmask)  # (not on held ones)
-        damped = v * max(0.0, 1.0 - p.damping * h)
-        if cmask is not None:
-            v = torch.where(cmask, v, damped)
-            x = torch.where(cmask, x, x0 + h * damped)
-        else:
-            v, x = damped, x0 + h * damped
-        x, v = x.contiguous(), v.contiguous()
-        still = (v == 0.0).view(len(resting), -1).all(1)  # then x == x0: x0 + h 0, or x - x0 == 0
+            free = None if cmask is None else ~cmask  # (not on held ones)
+            v = box_friction((x - x0) / h, v0, h, contact, mu, free)
+        x, v, still = compiled_settle()(x, v, x0, h, max(0.0, 1.0 - p.damping * h), cmask)
         if resting.any():
             keep = torch.from_numpy(resting)[:, None, None]
             x, v = torch.where(keep, x0, x), torch.where(keep, v0, v)

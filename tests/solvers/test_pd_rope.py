@@ -181,7 +181,7 @@ def test_the_rope_step_runs_compiled_by_torchscript() -> None:
     import torch
 
     from solvers.pd.contact import _frictions, _push, scripted  # noqa: TID253
-    from solvers.pd.iterations import _base, compiled_iterate  # noqa: TID253
+    from solvers.pd.iterations import compiled_settle, compiled_solve  # noqa: TID253
 
-    for fn in (compiled_iterate(), scripted(_base), scripted(_push), scripted(_frictions)):
+    for fn in (compiled_solve(), compiled_settle(), scripted(_push), scripted(_frictions)):
         assert isinstance(fn, torch.jit.ScriptFunction), fn
