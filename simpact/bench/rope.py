@@ -22,9 +22,9 @@ Each figure is a median over ``repeats`` runs with its range, in wall time and (
 CPU time, the steadier of the two on a shared machine. What it does not show: a quiet machine (the timings
 are taken as they come on a shared one), ropes in contact with many boxes, the planner's batches.
 
-Measured on the idle 2-vCPU VM (AMD EPYC, AVX-512; ``--repeats 7``, 2026-12-02): rope_vs_mujoco_cable 0.93
-(0.85-1.08), PD 32x and MuJoCo 35x real time, the two hanging ropes 4.2 mm apart at rest (two runs the same
-hour: 1.16, 1.06); 64 ropes 477 (410-547) rope-s per wall s; shape_rope with the robot 23.9x (22.3-24.9).
+Measured on the idle 2-vCPU VM (Intel Xeon, AVX-512; ``--repeats 7``, 2026-12-03): rope_vs_mujoco_cable 1.33
+(1.27-1.38), PD 45x and MuJoCo 34x real time, the two hanging ropes 4.2 mm apart at rest; 64 ropes 486
+(479-523) rope-s per wall s; shape_rope with the robot 24.1x (23.7-24.8).
 """
 
 from __future__ import annotations
