@@ -311,3 +311,13 @@ def test_the_tree_plans_rope_tasks_and_mpm_tasks_with_a_skeleton_get_the_skeleto
         assert offline_method(task, task.scene(1), "tree") == expected, name
     sand = load_task("sweeping_sand")
     assert offline_method(sand, sand.scene(1), "template") == "template"
+
+
+def test_the_wall_clock_budget_stops_before_a_population_that_would_end_past_it() -> None:
+    """A population is started only if, at the search's pace so far, it ends within the budget."""
+    from simpact.planner.tree import overruns
+
+    assert not overruns(elapsed=40.0, done=40, more=12, budget=60.0)  # ends at 52 s
+    assert overruns(elapsed=50.0, done=40, more=12, budget=60.0)  # would end at 65 s
+    assert not overruns(elapsed=0.5, done=0, more=12, budget=60.0)  # no pace yet: the first one runs
+    assert overruns(elapsed=61.0, done=0, more=1, budget=60.0)
