@@ -13,6 +13,7 @@ the sim2real stand-in robot), which needs MuJoCo's own objects: those are offere
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -285,13 +286,19 @@ class MujocoWorld:
 
     # --- robot -------------------------------------------------------------------------------------------
     def _place_robot(self, start: RobotStart) -> None:
-        """Put the arm at ``start`` (joints by IK from home) with the controllers holding it there; the
+        """Put the arm at ``start`` (joints by IK from home, or from home turned toward it where that
+        finds none) with the controllers holding it there; the
         fingers at ``start.gripper_width``, commanded there, or closed when ``start.holding`` an object (the
         servo then squeezes it through the settle and after, as a grasp would)."""
         ik = self._worker().ik
         _, home_quat = ik.fk(HOME_QPOS)
         quat = quat_mul(quat_about_z(start.yaw), home_quat)
-        q, residual = ik.converge(HOME_QPOS, np.asarray(start.position, dtype=float), quat, iterations=200)
+        target = np.asarray(start.position, dtype=float)
+        q, residual = ik.converge(HOME_QPOS, target, quat, iterations=200)
+        if residual > 1e-4:  # stuck from home (a target low and to the side): start turned toward it
+            seed = HOME_QPOS.copy()
+            seed[0] = np.clip(math.atan2(target[1], target[0]), ik.lower[0], ik.upper[0])
+            q, residual = ik.converge(seed, target, quat, iterations=200)
         if residual > 1e-4:
             raise SceneError(
                 f"robot start position {start.position} is out of reach (off by {residual:.3f} m)"

@@ -115,6 +115,14 @@ def test_robot_starts_exactly_where_the_scene_says():
     assert state.gripper_width == pytest.approx(0.05, abs=1e-3)
 
 
+def test_a_start_low_and_to_the_side_is_reached_from_home_turned_toward_it():
+    """From home the IK sticks at 0.21 m from this pose (a CALVIN push left the hand here); from home with
+    the base joint turned toward it, it converges."""
+    world = MujocoWorld(Scene((BOX,), RobotStart((0.2864, 0.3187, 0.0273), -0.08, 0.04)))
+    np.testing.assert_allclose(world.start_pose().position, (0.2864, 0.3187, 0.0273), atol=1e-5)
+    np.testing.assert_allclose(world.state().robot.tcp_position, (0.2864, 0.3187, 0.0273), atol=2e-3)
+
+
 def test_unreachable_start_is_a_scene_error():
     from simpact.core.scene import SceneError
 
