@@ -135,12 +135,19 @@ def iterate(
     start: torch.Tensor,
     budget: torch.Tensor | None,
 ) -> torch.Tensor:
+    """The local/global iterations from ``x`` (N, 3, B): each is ``base + gather @ directions`` (one matrix
+    product, ``gather`` (N, N - 1) shared by the members, ``base`` (N, 3, B') padded: see :func:`padded`),
+    the Chebyshev weight ``omegas[k]``, the table (``floor`` m) and its friction (``budget`` (N, 1, B) None:
+    no particle on the table). Started from ``x0 + h v0`` rather than from the inertial ``y``: the two
+    differ only at the held and pinned particles, and from there a rope at rest is a fixed point of the
+    iterations, so few of them keep its shape (from ``y`` it sagged a few mm further)."""
     n, members = x.shape[0], x.shape[2]
     flat = base.view(n, -1)
     directions = torch.zeros((n - 1, 3, base.shape[2]), dtype=x.dtype)  # padded as ``base``
     previous = x
     for w in omegas:
         e = x[1:] - x[:-1]
+        # unit edge directions (vector_norm is not batch-exact)
         directions[..., :members] = e / (e * e).sum(1, keepdim=True).sqrt_().clamp_min_(1e-12)
         solved = torch.addmm(flat, gather, directions.view(n - 1, -1)).view(base.shape)[..., :members]
         if w != 1.0:
