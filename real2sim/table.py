@@ -2,7 +2,8 @@
 
 :func:`fit_table` finds the support plane by seeded RANSAC (numpy: the same plane in every run) on a
 subsampled point cloud, refines it by least squares on its inliers and returns a
-:class:`~real2sim.types.TablePlane`.
+:class:`~real2sim.types.TablePlane`. Its inliers are the work table only (:func:`work_table`): another table
+at the same height across the room, seen beyond the floor, is not where the objects stand.
 
 World frame (``TablePlane.T_world_cam``), table top always at world z = 0:
 
@@ -21,7 +22,7 @@ from real2sim.types import TablePlane
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 
-__all__ = ["TableError", "camera_points", "fit_table", "heights_above_table"]
+__all__ = ["TableError", "camera_points", "fit_table", "heights_above_table", "work_table"]
 
 
 class TableError(SimpactError, ValueError):
@@ -131,7 +132,7 @@ def fit_table(
         n, d = n_new, float(-n_new @ centroid)
 
     full, full_valid = camera_points(frame, 1)
-    inliers = full_valid & (np.abs(full @ n + d) < distance_threshold_m)
+    inliers = work_table(full_valid & (np.abs(full @ n + d) < distance_threshold_m), full)
     T_world_cam, height, world_frame = _world_frame(frame, n, d, full[inliers])
     return TablePlane(
         normal_cam=n,
@@ -141,6 +142,37 @@ def fit_table(
         world_frame=world_frame,
         table_height_m=height,
     )
+
+
+#: Gap (m) between two patches of the table plane beyond which they are two surfaces (a table across the
+#: room), not one table seen around the objects on it: on the shared real frames patches of one table lie
+#: at most 0.31 m apart (a writing tablet split by a can), other surfaces at the same height 0.75 m or more.
+TABLE_GAP_M = 0.5
+
+
+def work_table(inliers: np.ndarray, points_cam: np.ndarray, gap_m: float = TABLE_GAP_M) -> np.ndarray:
+    """The (H, W) plane inliers that are the work table: the largest connected patch of ``inliers`` in the
+    image and every patch that comes within ``gap_m`` (m, in 3D) of those kept, grown until none does."""
+    import cv2
+    from scipy.spatial import cKDTree
+
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(inliers.astype(np.uint8), connectivity=8)
+    if count <= 2:
+        return inliers
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    patches = {k: points_cam[labels == k][:: max(1, int(areas[k - 1]) // 2000)] for k in range(1, count)}
+    kept = {1 + int(np.argmax(areas))}
+    grown = True
+    while grown:
+        tree = cKDTree(np.concatenate([patches[k] for k in kept]))
+        near = {
+            k
+            for k in patches
+            if k not in kept and tree.query(patches[k], distance_upper_bound=gap_m)[0].min() < gap_m
+        }
+        kept |= near
+        grown = bool(near)
+    return np.isin(labels, sorted(kept)) & inliers
 
 
 def _world_frame(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
-from real2sim.table import TableError, camera_points, fit_table, ransac_plane
+from real2sim.table import TableError, camera_points, fit_table, ransac_plane, work_table
 from simpact.core.frame import Frame
 
 
@@ -85,3 +85,36 @@ def test_ransac_plane_finds_the_plane_of_most_points() -> None:
     n, d, idx = ransac_plane(np.vstack([plane, clutter]), 0.005, 100, np.random.default_rng(0))
     assert abs(abs(n[2]) - 1) < 1e-9 and abs(abs(d) - 0.2) < 1e-9
     assert set(range(500)) <= set(idx.tolist()) and len(idx) < 520
+
+
+def test_work_table_keeps_the_patches_of_one_table_and_drops_a_table_across_the_room() -> None:
+    # one row of pixels: the work table cut in two by an object (a 0.2 m gap), then the floor, then another
+    # table at the same height 1.5 m farther away
+    x = np.concatenate(
+        [
+            np.linspace(0.0, 0.4, 40),
+            np.linspace(0.6, 1.0, 40),
+            np.linspace(1.0, 2.5, 20),
+            np.linspace(2.5, 3.0, 30),
+        ]
+    )
+    points = np.stack([x, np.zeros_like(x), np.ones_like(x)], axis=-1)[None]
+    inliers = np.ones((1, len(x)), bool)
+    inliers[0, 40:45] = inliers[0, 80:100] = False  # the object, the floor
+    kept = work_table(inliers, points)
+    assert kept[0, :40].all() and kept[0, 45:80].all() and not kept[0, 100:].any()
+    assert np.array_equal(work_table(inliers, points, gap_m=0.1), np.arange(len(x))[None] < 40)
+
+
+def test_a_table_across_the_room_is_not_the_work_table() -> None:
+    try:
+        path = shared_data_dir("rgbd/uois/image_0008.npy")
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    frame = read_any_frame(path)
+    table = fit_table(frame)
+    pts, _ = camera_points(frame)
+    T = table.T_world_cam
+    x = pts[table.inliers] @ T[0, :3] + T[0, 3]
+    # the work table spans 1.4 m along the view; with the desks behind it the inliers reached 5 m
+    assert x.max() - x.min() < 1.6
