@@ -6,8 +6,9 @@ so overlaps that settling would hide are seen). It is stepped for ``seconds`` wi
 step recorded by the :class:`~simpact.guard.recorder.Recorder`, and the detector is run on the recording.
 
 The report gives the detector's events (artifacts: those flagged), the initial overlaps (penetration depth per
-body pair at t = 0 from MuJoCo's contacts with ``dist < 0``) and how far each object moved and rotated while
-settling.
+body pair at t = 0 from MuJoCo's contacts with ``dist < 0``), how far each object moved and rotated while
+settling, and the objects that fell off the table (their origin ended under its top, z = 0): a scene where
+something falls is not the scene that was photographed.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ from solvers.mujoco.robot import ARM_JOINTS, FINGER_JOINTS
 from solvers.mujoco.world import mujoco_access
 from solvers.world import World, make_world
 
-__all__ = ["ObjectMotion", "Overlap", "SettleReport", "placed_state", "settle_check"]
+__all__ = ["FALLEN_Z", "ObjectMotion", "Overlap", "SettleReport", "placed_state", "settle_check"]
 
 OVERLAP_TOLERANCE = 1e-3
 """Penetration at t = 0 up to this depth (m) is not counted against a clean scene."""
+
+FALLEN_Z = -0.02
+"""An object whose origin ends the settle run below this height (m; the table top is z = 0) fell off it."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +102,14 @@ class SettleReport:
         return max((o.depth for o in self.overlaps), default=0.0)
 
     @property
+    def fallen(self) -> list[str]:
+        """The objects that fell off the table (see :data:`FALLEN_Z`)."""
+        return [name for name, m in self.motion.items() if m.end_position[2] < FALLEN_Z]
+
+    @property
     def clean(self) -> bool:
-        """No flagged artifact and no overlap at t = 0 deeper than ``overlap_tolerance``."""
-        return not self.artifacts and self.max_overlap <= self.overlap_tolerance
+        """No flagged artifact, no overlap at t = 0 deeper than ``overlap_tolerance`` and nothing fallen."""
+        return not self.artifacts and self.max_overlap <= self.overlap_tolerance and not self.fallen
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +121,7 @@ class SettleReport:
             "max_overlap": self.max_overlap,
             "overlap_tolerance": self.overlap_tolerance,
             "overlaps": [o.to_dict() for o in self.overlaps],
+            "fallen": self.fallen,
             "motion": {name: m.to_dict() for name, m in self.motion.items()},
             "monitor_errors": self.monitor_errors,
         }

@@ -49,6 +49,15 @@ def test_boxes_created_overlapping_report_the_overlap_and_an_artifact():
     assert out["events"][0]["flagged"] is True
 
 
+def test_a_box_placed_past_the_table_edge_falls_and_the_scene_is_not_clean():
+    # the table spans x from -0.3 to 1.1 m: a box at 1.3 m has nothing under it
+    beyond = Scene((RESTING.objects[0].moved(position=(1.3, 0.0, 0.025)),))
+    report = settle_check(beyond)
+    assert report.fallen == ["box"] and not report.clean
+    assert report.to_dict()["fallen"] == ["box"]
+    assert settle_check(RESTING).fallen == []
+
+
 def test_placed_state_is_the_world_before_its_settling():
     world = make_world(OVERLAPPING)
     mj = mujoco_access(world)
