@@ -57,7 +57,7 @@ from real2sim.overlays import (
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
-from real2sim.scene_files import deformable_material, entry_object, load_scene
+from real2sim.scene_files import covering_table_size, deformable_material, entry_object, load_scene
 from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
@@ -500,9 +500,12 @@ def _simulate(result: Real2SimResult, frame: Frame, T_world_cam: np.ndarray, con
         result.settle = settle_check(result.world, config.settle_s)
         timings["settle"] = time.perf_counter() - t
         if not result.settle.clean:
+            fallen = (
+                f", fell off the table: {', '.join(result.settle.fallen)}" if result.settle.fallen else ""
+            )
             warnings.append(
                 f"settle run: {len(result.settle.artifacts)} artifact(s), deepest initial overlap "
-                f"{result.settle.max_overlap * 1000:.1f} mm"
+                f"{result.settle.max_overlap * 1000:.1f} mm{fallen}"
             )
 
 
@@ -658,7 +661,8 @@ def _scene(
             np.save(root / entry["particles"], result.particles[n].points, allow_pickle=False)
             scene_objects.append(entry_object(entry, root))
         entries.append(entry)
-    return Scene(tuple(scene_objects)), entries
+    objects = tuple(scene_objects)
+    return Scene(objects, table_size=covering_table_size(objects)), entries
 
 
 def write_outputs(

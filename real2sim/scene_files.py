@@ -9,10 +9,29 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from real2sim.types import PhysicalParameters, Real2SimError
-from simpact.core.scene import RobotStart, Scene, SceneObject
+import numpy as np
 
-__all__ = ["deformable_material", "entry_object", "load_scene"]
+from real2sim.types import PhysicalParameters, Real2SimError
+from simpact.core.scene import TABLE_NEAR_X, RobotStart, Scene, SceneObject
+
+__all__ = ["TABLE_MARGIN_M", "covering_table_size", "deformable_material", "entry_object", "load_scene"]
+
+TABLE_MARGIN_M = 0.15
+"""Table (m) a real2sim scene keeps beyond its outermost object."""
+
+
+def covering_table_size(
+    objects: tuple[SceneObject, ...], margin_m: float = TABLE_MARGIN_M
+) -> tuple[float, float]:
+    """The table extent (x, y; m) of a scene of ``objects`` (sizes: full extents): the default table, made
+    larger where an object's bounding sphere comes within ``margin_m`` of its far or side edges, so nothing
+    the frame shows standing on the table is placed off it."""
+    sx, sy = Scene.__dataclass_fields__["table_size"].default  # type: ignore[misc]
+    for o in objects:
+        r = 0.5 * float(np.linalg.norm(o.size))
+        sx = max(sx, o.position[0] + r + margin_m - TABLE_NEAR_X)
+        sy = max(sy, 2.0 * (abs(o.position[1]) + r + margin_m))
+    return float(sx), float(sy)
 
 
 def deformable_material(p: PhysicalParameters, spacing_m: float) -> dict[str, Any]:
@@ -73,6 +92,7 @@ def load_scene(directory: str | Path) -> Any:
         raw = json.loads(path.read_text())
         objects = [entry_object(o, root) for o in raw["objects"]]
         robot = RobotStart.from_dict(raw.get("robot", {}))
+        table = tuple(float(v) for v in raw.get("table_size", covering_table_size(tuple(objects))))
     except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
         raise Real2SimError(f"{path}: not a real2sim scene ({type(exc).__name__}: {exc})") from None
-    return Scene(tuple(objects), robot)
+    return Scene(tuple(objects), robot, table_size=(table[0], table[1]))

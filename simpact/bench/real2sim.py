@@ -575,10 +575,11 @@ def _summarise(
             if not values(real_frames, "iou")
             else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
         ),
-        "real_no_mask_spans_two": (
+        "real_no_mask_spans_two": (  # against the frames' own masks and the hand-placed object points
             None
-            if not any("annotated" in r for r in real_frames)
+            if not any("annotated" in r or "points" in r for r in real_frames)
             else all(o.get("spans", 0) < 2 for r in real_frames for o in r.get("objects", {}).values())
+            and not any(r.get("masks_merging", 0) for r in real_frames)
         ),
         "real_depth_residual_mm": within(
             _summary(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"

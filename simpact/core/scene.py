@@ -25,8 +25,13 @@ __all__ = [
     "SceneError",
     "SceneObject",
     "SHAPES",
+    "TABLE_NEAR_X",
     "joint_axis",
 ]
+
+TABLE_NEAR_X = -0.3
+"""World x (m) of the table top's edge behind the robot base; the table spans ``TABLE_NEAR_X`` to
+``TABLE_NEAR_X + table_size[0]`` in x, centred on y = 0."""
 
 SHAPES = ("box", "cylinder", "sphere", "bowl", "mesh")
 """Primitive shapes, a procedural bowl, or a mesh file. Sizes: box = full edge lengths (x, y, z); cylinder =
@@ -220,7 +225,7 @@ class Scene:
     objects: tuple[SceneObject, ...]
     robot: RobotStart = field(default_factory=RobotStart)
     table_size: tuple[float, float] = (1.4, 1.4)
-    """Table top extent in x and y, m; it spans x in [-0.3, -0.3 + size_x], centred on y = 0."""
+    """Table top extent in x and y, m; it spans x from :data:`TABLE_NEAR_X`, centred on y = 0."""
     table_friction: float = 0.5
 
     def __post_init__(self) -> None:

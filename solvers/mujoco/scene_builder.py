@@ -19,14 +19,14 @@ import trimesh
 
 from simpact.core.rollout import ObjectState
 from simpact.core.rotations import quat_mul, quat_rotate
-from simpact.core.scene import Scene, SceneError, SceneObject, joint_axis
+from simpact.core.scene import TABLE_NEAR_X, Scene, SceneError, SceneObject, joint_axis
 from solvers.mujoco.meshes import bowl_mesh, convex_parts, load_mesh
 from solvers.mujoco.robot import add_squeeze_plates, load_fr3_spec
 
 __all__ = ["PhysicsOptions", "build_spec", "object_mesh", "part_state"]
 
 TABLE_THICKNESS = 0.05
-TABLE_X0 = -0.3
+TABLE_X0 = TABLE_NEAR_X
 """The table's edge behind the robot base, m."""
 
 

@@ -24,10 +24,12 @@ from real2sim.pipeline import (
     run_real2sim,
     world_vertices,
 )
+from real2sim.scene_files import TABLE_MARGIN_M, covering_table_size
 from real2sim.types import ObjectGeometry, TablePlane
 from simpact.bench.real2sim import ground_truth_box, pose_errors
 from simpact.cli import main
 from simpact.core.frame import Frame, write_frame_bundle
+from simpact.core.scene import TABLE_NEAR_X, SceneObject
 from simpact.tasks import load_task
 from tests.vlm_doubles import ScriptedVLM
 
@@ -94,6 +96,7 @@ def test_scene_xml_loads_with_the_robot_and_settles_cleanly(built: tuple[Any, Pa
         assert (out / name).is_file() and result.files[name] == name
     scene = load_scene(out)
     assert [o.name for o in scene.objects] == ["carton", "blue_box"]
+    assert scene.table_size == result.scene.table_size == (1.4, 1.4)  # both boxes well inside the default
     assert scene.object("carton").size == pytest.approx(result.objects[0]["extent"])
 
 
@@ -358,3 +361,15 @@ def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
         and can.size == pytest.approx((0.0725, 0.05))
         and can.position == measured.position
     )
+
+
+def test_the_table_reaches_past_every_object() -> None:
+    near = SceneObject("near", "box", (0.1, 0.1, 0.2), (0.5, 0.0, 0.1))
+    assert covering_table_size((near,)) == (1.4, 1.4)  # the default table: 0.6 m to spare
+    far = near.moved(
+        name="far", position=(1.3, -0.8, 0.1)
+    )  # beyond the default's far (1.1) and side (0.7) edges
+    sx, sy = covering_table_size((near, far))
+    r = 0.5 * float(np.linalg.norm(far.size))
+    assert sx == pytest.approx(1.3 + r + TABLE_MARGIN_M - TABLE_NEAR_X)
+    assert sy == pytest.approx(2 * (0.8 + r + TABLE_MARGIN_M))

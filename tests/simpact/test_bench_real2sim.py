@@ -146,3 +146,9 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     got = _against_object_points([(4, 4), (15, 5), (5, 16), (27, 17)], [a, b])
     assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     assert _against_object_points(None, [a]) == {}
+    # the target "no mask spans two objects" is missed by such a mask, as by one over two annotated masks
+    from simpact.bench.real2sim import _summarise
+
+    record = {"frame": "f", "objects": {"object_0": {"spans": 1}}, "seconds": 1.0, **got}
+    assert _summarise([], [record])[1]["real_no_mask_spans_two"] is False
+    assert _summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
