@@ -143,7 +143,9 @@ def find_clusters(
     kept = _merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
     if colour_split:
-        ctx = make_context(frame.rgb, z, valid, height, crease, frame.K[0, 0], jump_m=jump_m, touch_m=touch_m)
+        ctx = make_context(
+            frame.rgb, pts, valid, height, crease, frame.K[0, 0], jump_m=jump_m, touch_m=touch_m
+        )
         kept = split_regions(kept, ctx)
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     if fill_holes and kept:

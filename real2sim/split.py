@@ -16,6 +16,13 @@ region, not by edge:
    depth on ``min_break`` of it, or where they meet in a neck (border length under ``min_neck`` times the
    smaller part's square-root area). The print on a flat face or a can's colour band has neither;
 4. each part so found is split again, a few levels deep.
+
+:func:`split_by_gap` then takes apart what one colour holds and only a narrow gap in 3D separates (a white
+marker standing beside a white toy; the depth step between them below the segmenter's threshold): the
+region's points are linked within a few pixels' width in 3D (Euclidean cluster extraction, as in PCL), and
+every cluster that is large (``min_gap_area_m2``), rests on the table and stands ``min_gap_height_m`` tall is
+an object (a fold of a cloth is none, however its points part); the other points go to the nearest such
+cluster in 3D, pixels without depth to the nearest in the image.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 from scipy.cluster.vq import kmeans2
 from scipy.ndimage import distance_transform_edt
 
-__all__ = ["SplitContext", "SplitParams", "make_context", "split_by_colour", "split_regions"]
+__all__ = ["SplitContext", "SplitParams", "make_context", "split_by_colour", "split_by_gap", "split_regions"]
 
 
 @dataclasses.dataclass
@@ -35,6 +42,8 @@ class SplitContext:
 
     lab: np.ndarray
     """(H, W, 3) Lab colour, blurred (a paint's speckle is not colour)."""
+    points: np.ndarray
+    """(H, W, 3) camera-frame points (m)."""
     z: np.ndarray
     """Depth (m), 0 where none."""
     valid: np.ndarray
@@ -70,11 +79,19 @@ class SplitParams:
     """Border length (px) per square-root pixel of the smaller part below which two parts meet in a neck."""
     levels: int = 3
     """How deep parts are split again."""
+    gap_px: float = 2.5
+    """Points this many pixels' width apart (at their depth, and at least ``min_gap_m``) are linked."""
+    min_gap_m: float = 0.003
+    """The smallest link distance (m): depth noise."""
+    min_gap_area_m2: float = 0.001
+    """Smallest cluster (m^2, face on) that is an object of its own."""
+    min_gap_height_m: float = 0.05
+    """Lowest top (m above the table) of a cluster that is an object of its own."""
 
 
 def make_context(
     rgb: np.ndarray,
-    z: np.ndarray,
+    points: np.ndarray,
     valid: np.ndarray,
     height: np.ndarray,
     crease: np.ndarray,
@@ -83,23 +100,29 @@ def make_context(
     jump_m: float = 0.015,
     touch_m: float = 0.03,
 ) -> SplitContext:
-    """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), depth ``z`` (m), ``valid`` depth, height
-    above the table (m), concave creases and the focal length (px)."""
+    """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), camera-frame ``points`` (H, W, 3; m;
+    their z is the depth), ``valid`` depth, height above the table (m), concave creases and the focal length
+    (px)."""
     import cv2
 
     blurred = cv2.GaussianBlur(np.ascontiguousarray(rgb, dtype=np.uint8), (5, 5), 0)
     lab = cv2.cvtColor(blurred.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
-    return SplitContext(lab, z.astype(np.float64), valid, height, crease, float(focal_px), jump_m, touch_m)
+    z = points[..., 2].astype(np.float64)
+    return SplitContext(lab, points, z, valid, height, crease, float(focal_px), jump_m, touch_m)
 
 
 def split_regions(
     regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = SplitParams()
 ) -> list[tuple[np.ndarray, float]]:
-    """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`); a part's top is
-    its 98th percentile height."""
+    """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`, then
+    :func:`split_by_gap`); a part's top is its 98th percentile height."""
     out = []
     for mask, top in regions:
-        parts = split_by_colour(mask, ctx, params)
+        parts = [
+            gapped
+            for part in split_by_colour(mask, ctx, params)
+            for gapped in split_by_gap(part, ctx, params)
+        ]
         if len(parts) == 1:
             out.append((mask, top))
             continue
@@ -124,6 +147,42 @@ def split_by_colour(
     if len(parts) < 2 or levels <= 1:
         return parts
     return [piece for part in parts for piece in split_by_colour(part, ctx, params, levels - 1)]
+
+
+def split_by_gap(
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+) -> list[np.ndarray]:
+    """The objects in the region ``mask`` (H, W) that gaps in 3D separate (see the module docstring): the
+    region itself, or its parts; every pixel of the region is in exactly one returned mask."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    from scipy.spatial import cKDTree
+
+    measured = mask & ctx.valid
+    points = ctx.points[measured]
+    if len(points) < 2 * params.min_pixels:
+        return [mask]
+    px_m = float(np.median(points[:, 2])) / ctx.focal_px
+    tree = cKDTree(points)
+    pairs = tree.query_pairs(max(params.gap_px * px_m, params.min_gap_m), output_type="ndarray")
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(len(points),) * 2)
+    _, cluster = connected_components(graph, directed=False)
+    least = max(params.min_pixels, int(params.min_gap_area_m2 / px_m**2))
+    heights = ctx.height[measured]
+    sizes = np.bincount(cluster)
+    standing = []
+    for k in np.flatnonzero(sizes >= least):
+        low, top = np.percentile(heights[cluster == k], [2, 98])
+        if low <= ctx.touch_m and top >= params.min_gap_height_m:
+            standing.append(k)
+    if len(standing) < 2:
+        return [mask]
+    seeds = np.isin(cluster, standing)
+    _, nearest = cKDTree(points[seeds]).query(points)
+    owner = np.zeros(mask.shape, np.int32)
+    owner[measured] = 1 + np.searchsorted(standing, cluster[seeds][nearest])
+    owner = _nearest_seed(owner, mask)  # pixels without depth: the nearest in the image
+    return [owner == 1 + i for i in range(len(standing))]
 
 
 def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight: float) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import binary_fill_holes
 
-from real2sim.split import SplitContext, make_context, split_by_colour
+from real2sim.split import SplitContext, make_context, split_by_colour, split_by_gap
 
 
 def _two_faces(
@@ -36,8 +36,15 @@ def _two_faces(
     rows = np.arange(h, dtype=float)[:, None].repeat(w, axis=1)
     height = np.where(region, (99 - rows) * 0.005, 0.0)
     valid = np.ones((h, w), bool)
-    ctx = make_context(rgb, z, valid, height, np.zeros((h, w), bool), 100.0)
+    ctx = make_context(rgb, _points(z, 100.0), valid, height, np.zeros((h, w), bool), 100.0)
     return ctx, region, first, second
+
+
+def _points(z: np.ndarray, focal_px: float) -> np.ndarray:
+    """(H, W, 3) camera-frame points of depth ``z`` (m), the principal point at the image centre."""
+    h, w = z.shape
+    v, u = np.mgrid[0:h, 0:w].astype(float)
+    return np.stack([(u - w / 2) / focal_px * z, (v - h / 2) / focal_px * z, z], axis=-1)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -62,6 +69,40 @@ def test_two_colours_on_one_continuous_face_are_one_object() -> None:
 def test_a_colour_band_that_does_not_rest_on_the_table_is_no_object() -> None:
     ctx, region, _, _ = _two_faces(0.0, top_colour=True)  # a can's red top over its white bottom
     assert len(split_by_colour(region, ctx)) == 1
+
+
+def _side_by_side(step_m: float, tall_m: float) -> tuple[SplitContext, np.ndarray, np.ndarray]:
+    """One colour, two faces side by side at 1 m (focal 1000 px: 1 mm a pixel), 40 rows by 30 columns each,
+    the right one ``step_m`` (m) farther, both standing on the table ``tall_m`` (m) tall. Returns the
+    context, the region and its left face."""
+    h, w = 60, 80
+    region = np.zeros((h, w), bool)
+    region[10:50, 10:70] = True
+    left = np.zeros((h, w), bool)
+    left[10:50, 10:40] = True
+    z = np.where(region & ~left, 1.0 + step_m, 1.0)
+    rows = np.arange(h, dtype=float)[:, None].repeat(w, axis=1)
+    height = np.where(region, (49 - rows) / 39 * tall_m, 0.0)
+    rgb = np.full((h, w, 3), 230, np.uint8)
+    valid = np.ones((h, w), bool)
+    ctx = make_context(rgb, _points(z, 1000.0), valid, height, np.zeros((h, w), bool), 1000.0)
+    return ctx, region, left
+
+
+def test_two_standing_objects_of_one_colour_a_gap_apart_are_split() -> None:
+    ctx, region, left = _side_by_side(0.008, 0.10)  # 8 mm apart in depth: under the segmenter's depth step
+    parts = split_by_gap(region, ctx)
+    assert len(parts) == 2 and not (parts[0] & parts[1]).any() and _same(parts[0] | parts[1], region)
+    assert any(_same(p, left) for p in parts)
+
+
+def test_one_continuous_surface_and_a_low_fold_are_not_split_by_gap() -> None:
+    ctx, region, _ = _side_by_side(0.0, 0.10)  # one face
+    assert len(split_by_gap(region, ctx)) == 1
+    ctx, region, _ = _side_by_side(
+        0.008, 0.02
+    )  # a fold in a cloth, 2 cm high: its points part, it is no object
+    assert len(split_by_gap(region, ctx)) == 1
 
 
 def _holders(relpath: str) -> list[list[int]]:
@@ -104,8 +145,8 @@ def test_no_mask_spans_two_objects_on_the_cluttered_table() -> None:
 
 def test_touching_mugs_robot_and_box_are_apart() -> None:
     """UOIS 0008: one mask held the green and orange mugs, the toy robot, the red box and the black marker
-    (smoothed depth edges). Left: the thin black marker behind the robot joins it."""
+    (smoothed depth edges); the colour split left the white marker beside the white robot joined to it, the
+    gap split parts them."""
     held = _holders("rgbd/uois/image_0008.npy")
-    assert all(len(h) <= 2 for h in held), held
-    assert sum(len(h) == 2 for h in held) <= 1
+    assert all(len(h) <= 1 for h in held), held
     assert sorted(j for h in held for j in h) == list(range(9))
