@@ -114,7 +114,7 @@ EXPECTED_OBJECTS: dict[str, int] = {
 
 #: One pixel (column, row) on each object of a few frames, placed by hand on the colour image: a region
 #: holding two is two objects merged, a region holding none is a fragment or not an object. Read by the
-#: bench only. The frames whose merges issue 16 names.
+#: bench only. The frames whose merges issue 16 names, and the other two UOIS frames.
 OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
     # An apple, the mug, the lump, the cyan box, the standing cup, the three lying cups from far to near.
     "rgbd/cleargrasp/000000130-opaque-rgb-img.jpg": [
@@ -141,6 +141,24 @@ OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
         (395, 300),
         (473, 215),
     ],
+    # wipes tub, toy robot, snack bag, lying marker, far purple cup, yellow brick, large lidded box, eraser,
+    # the small red box under it, mint mug, green marker, near purple cup (the marker in the mug left out).
+    "rgbd/uois/image_0006.npy": [
+        (150, 120),
+        (250, 120),
+        (85, 220),
+        (160, 215),
+        (368, 175),
+        (420, 195),
+        (510, 240),
+        (285, 195),
+        (290, 250),
+        (345, 310),
+        (590, 290),
+        (530, 390),
+    ],
+    # mug, yellow brick, purple cup, lying marker, standing marker.
+    "rgbd/uois/image_0007.npy": [(215, 150), (95, 265), (355, 90), (395, 150), (470, 180)],
 }
 
 

@@ -144,7 +144,15 @@ def find_clusters(
     kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
     if colour_split:
         ctx = make_context(
-            frame.rgb, pts, valid, height, crease, frame.K[0, 0], jump_m=jump_m, touch_m=touch_m
+            frame.rgb,
+            pts,
+            valid,
+            height,
+            crease,
+            frame.K[0, 0],
+            jump_m=jump_m,
+            touch_m=touch_m,
+            up=table.normal_cam,
         )
         kept = split_regions(kept, ctx)
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone

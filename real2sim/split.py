@@ -57,6 +57,8 @@ class SplitContext:
     """Depth step (m, at 1 m range, growing with depth) that separates two surfaces."""
     touch_m: float = 0.03
     """A part rests on the table when its lowest points are within this height (m) of it."""
+    up: np.ndarray = dataclasses.field(default_factory=lambda: np.array([0.0, -1.0, 0.0]))
+    """(3,) the table's unit normal in the camera frame: a point's foot on the table is ``p - height·up``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,16 +101,18 @@ def make_context(
     *,
     jump_m: float = 0.015,
     touch_m: float = 0.03,
+    up: np.ndarray | None = None,
 ) -> SplitContext:
     """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), camera-frame ``points`` (H, W, 3; m;
-    their z is the depth), ``valid`` depth, height above the table (m), concave creases and the focal length
-    (px)."""
+    their z is the depth), ``valid`` depth, height above the table (m), concave creases, the focal length
+    (px) and the table's normal ``up`` (camera frame; default image up)."""
     import cv2
 
     blurred = cv2.GaussianBlur(np.ascontiguousarray(rgb, dtype=np.uint8), (5, 5), 0)
     lab = cv2.cvtColor(blurred.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
     z = points[..., 2].astype(np.float64)
-    return SplitContext(lab, points, z, valid, height, crease, float(focal_px), jump_m, touch_m)
+    normal = np.array([0.0, -1.0, 0.0]) if up is None else np.asarray(up, dtype=np.float64)
+    return SplitContext(lab, points, z, valid, height, crease, float(focal_px), jump_m, touch_m, normal)
 
 
 def split_regions(
@@ -207,7 +211,7 @@ def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight
     n = int(seeds.max())
     if n < 2:
         return [mask]
-    owner = _nearest_seed(seeds, sub)
+    owner = _rest_on_seeds(_nearest_seed(seeds, sub), seeds, sub, ctx, box)
     out = []
     for members in _join_unbroken(owner, n, ctx, box, params):
         m = np.zeros_like(mask)
@@ -265,6 +269,38 @@ def _standing_parts(
             n += 1
             seeds[part] = n
     return seeds
+
+
+def _rest_on_seeds(
+    owner: np.ndarray,
+    seeds: np.ndarray,
+    sub: np.ndarray,
+    ctx: SplitContext,
+    box: tuple[slice, slice],
+    reach_m: float = 0.01,
+) -> np.ndarray:
+    """``owner`` with each connected part of the ``sub`` pixels outside every seed given to the seed it lies
+    on: the one whose points' feet on the table (top view) come within ``reach_m`` (m) of most of the part's
+    feet (a lid to the box under it, not to the brick beside both). A part over no seed keeps its owners."""
+    import cv2
+    from scipy.spatial import cKDTree
+
+    valid = ctx.valid[box]
+    feet = ctx.points[box] - ctx.height[box][..., None] * ctx.up
+    trees = [cKDTree(feet[(seeds == k) & valid]) for k in range(1, int(seeds.max()) + 1)]
+    count, parts = cv2.connectedComponents((sub & (seeds == 0)).astype(np.uint8), connectivity=4)
+    out = owner.copy()
+    for c in range(1, count):
+        part = parts == c
+        p = feet[part & valid]
+        if len(p) < 20 or not all(t.n for t in trees):
+            continue
+        p = p[:: max(1, len(p) // 500)]
+        under = [int((t.query(p, distance_upper_bound=reach_m)[0] < reach_m).sum()) for t in trees]
+        best = int(np.argmax(under))
+        if under[best] >= 0.05 * len(p):
+            out[part] = best + 1
+    return out
 
 
 def _nearest_seed(seeds: np.ndarray, sub: np.ndarray) -> np.ndarray:

@@ -105,6 +105,36 @@ def test_one_continuous_surface_and_a_low_fold_are_not_split_by_gap() -> None:
     assert len(split_by_gap(region, ctx)) == 1
 
 
+def test_a_part_that_does_not_reach_the_table_goes_to_the_object_under_it() -> None:
+    """A red lid (rows 0-29) on a box whose front face (rows 30-39) rests on the table, a brick (columns 0-15)
+    beside both: nearest in the image, the lid's left half would go to the brick."""
+    from real2sim.split import _nearest_seed, _rest_on_seeds
+
+    h, w = 40, 60
+    seeds = np.zeros((h, w), np.int32)
+    seeds[:, :16] = 1
+    seeds[30:, 16:] = 2
+    rows, cols = np.mgrid[0:h, 0:w].astype(float)
+    x = np.where(cols < 16, cols * 0.006, 0.16 + (cols - 16) * 0.01)  # m; the table's normal is camera z
+    y = np.where(rows < 30, 0.2 + rows * 0.0034, 0.3)  # the lid spans the box's 10 cm, the front face a line
+    height = np.where(seeds == 2, (39 - rows) * 0.008, np.where(seeds == 1, (39 - rows) * 0.003, 0.08))
+    points = np.stack([x, y, height], axis=-1)
+    ctx = make_context(
+        np.zeros((h, w, 3), np.uint8),
+        points,
+        np.ones((h, w), bool),
+        height,
+        np.zeros((h, w), bool),
+        100.0,
+        up=np.array([0.0, 0.0, 1.0]),
+    )
+    region = np.ones((h, w), bool)
+    nearest = _nearest_seed(seeds, region)
+    assert (nearest[:30, 16:] == 1).any()  # the image alone gives part of the lid to the brick
+    owner = _rest_on_seeds(nearest, seeds, region, ctx, (slice(0, h), slice(0, w)))
+    assert (owner[:30, 16:] == 2).all() and (owner[:, :16] == 1).all()
+
+
 def _holders(relpath: str) -> list[list[int]]:
     """For each region real2sim's segmenter finds on the frame, which hand-placed object pixels it holds
     (within 2 px, holes filled: the bench's rule)."""
@@ -141,6 +171,17 @@ def test_no_mask_spans_two_objects_on_the_cluttered_table() -> None:
     assert all(len(h) <= 1 for h in held), held
     assert sorted(j for h in held for j in h) == list(range(8))
     assert sum(not h for h in held) <= 1
+
+
+def test_the_brick_beside_the_lidded_box_is_apart() -> None:
+    """UOIS 0006: the yellow brick, the large lidded box and the green marker lying against it were one mask
+    (the box's red lid, resting on the box, went partly to the brick). Left: the marker (2 cm high, joined to
+    the box) and the eraser lying on the small red box (stacked)."""
+    held = _holders("rgbd/uois/image_0006.npy")
+    assert [5] in held and sum(len(h) >= 2 for h in held) <= 2, held
+    assert sorted(j for h in held for j in h) == [
+        j for j in range(12) if j != 3
+    ]  # the lying marker: no depth
 
 
 def test_touching_mugs_robot_and_box_are_apart() -> None:
