@@ -21,15 +21,15 @@ import numpy as np
 import trimesh
 
 from real2sim.pose import estimate_pose
-from real2sim.refine import refine_box, refine_cylinder, refine_hull
+from real2sim.refine import mesh_cost, refine_box, refine_cylinder, refine_hull
 from real2sim.segment import AssignFn, segment
-from real2sim.shape import ShapeBackendError, ShapeError, complete_shape
+from real2sim.shape import ShapeBackendError, ShapeError, complete_shape, kind_from_label
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
 from simpact.core.frame import Frame
 from simpact.core.rotations import matrix_to_quat
 
-__all__ = ["MIN_REFINE_SIZE_M", "Perception", "object_points", "perceive"]
+__all__ = ["CANDIDATE_KINDS", "MIN_REFINE_SIZE_M", "Perception", "object_points", "perceive"]
 
 MIN_REFINE_SIZE_M = 0.04
 """Objects whose longest edge is shorter (m) are not refined against the depth."""
@@ -103,7 +103,9 @@ def perceive(
     returned segments and objects are in the order of ``labels``. ``assign`` maps geometric regions to
     labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
-    each upright box is then refined against the depth (:mod:`real2sim.refine`).
+    each upright object is then refined against the depth (:mod:`real2sim.refine`). An object whose label
+    names no shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that
+    explains the depth around its mask best is kept.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
@@ -121,8 +123,6 @@ def perceive(
         if label not in found:
             warnings.append(f"{label!r}: not found by segmenter {segmenter!r}")
 
-    # The horizontal viewing direction (world), for the mirror completion.
-    cam_world = table.T_world_cam[:3, 3]
     kept_segments: list[Segment] = []
     objects: list[ObjectGeometry] = []
     for seg in segments:
@@ -130,92 +130,142 @@ def perceive(
         if len(pts) < 20:
             warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
             continue
-        t0 = time.perf_counter()
-        view = pts[:, :2].mean(axis=0) - cam_world[:2]
-        # The silhouette lost to erosion, half a pixel more for the pixel's own footprint (m).
-        z_med = float(np.median(frame.depth[seg.mask & (frame.depth > 0)]))
-        pad = (erode_px + 0.5) * z_med / float(frame.K[0, 0])
-        options: dict[str, object] = {"view_dir_xy": view, "pad_m": pad}
-        if shape == "hunyuan3d":
-            options = {"rgb": frame.rgb, "mask": seg.mask}
         try:
-            shp = complete_shape(pts, seg.label, shape, **options)
+            g = _best_reconstruction(frame, table, seg, pts, shape, pose, erode_px, refine, timings)
         except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
             raise
         except ShapeError as err:
             warnings.append(f"{seg.label!r}: {err}; left out")
             continue
-        timings["shape"] += time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        if pose == "foundationpose":
-            est = estimate_pose(
-                shp.mesh, pts, pose, frame=frame, mask=seg.mask, T_world_cam=table.T_world_cam
-            )
-        else:
-            est = estimate_pose(shp.mesh, pts, pose, init=shp.T_world_obj, symmetry=shp.symmetry)
-        timings["pose"] += time.perf_counter() - t0
-        T = est.T_world_obj
         kept_segments.append(seg)
-        objects.append(
-            ObjectGeometry(
-                label=seg.label,
-                mesh=shp.mesh,
-                position=T[:3, 3].copy(),
-                quaternion=matrix_to_quat(T[:3, :3]),
-                extent=np.asarray(shp.mesh.extents, dtype=np.float64),
-                points_world=pts,
-                symmetry=shp.symmetry,
-                concave=shp.concave,
-                fit_rmse_m=est.rmse_m,
-                shape_source=shp.source,
-                pose_source=est.source,
-            )
-        )
-    if refine:
-        t0 = time.perf_counter()
-        objects = _refine_boxes(frame, table, kept_segments, objects, unlabelled)
-        timings["refine"] = time.perf_counter() - t0
+        objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
 
 
-def _refine_boxes(
+#: The shape kinds tried on an object whose label names none (:func:`real2sim.shape.kind_from_label`).
+CANDIDATE_KINDS = ("box", "revolution", "mirror")
+
+
+def _best_reconstruction(
     frame: Frame,
     table: TablePlane,
-    segments: Sequence[Segment],
-    objects: list[ObjectGeometry],
-    unlabelled: Sequence[np.ndarray],
-) -> list[ObjectGeometry]:
-    """Each upright box moved and resized to explain the depth around its mask (:func:`refine_box`)."""
+    seg: Segment,
+    pts: np.ndarray,
+    shape: str,
+    pose: str,
+    erode_px: int,
+    refine: bool,
+    timings: dict[str, float],
+) -> ObjectGeometry:
+    """The object of ``seg`` reconstructed from its points (world, m): with the geometric back-end and a
+    label that names no shape, each of :data:`CANDIDATE_KINDS` is fitted and the one that explains the depth
+    around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth) is kept; else the label's
+    (or, for an object smaller than :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
+    size = max(float(np.max(np.ptp(pts[:, :2], axis=0))), float(np.max(pts[:, 2])))
+    named = shape != "geometric" or kind_from_label(seg.label)[0] is not None
+    if named or size < MIN_REFINE_SIZE_M:  # small: a few pixels wide (beans), too few to tell shapes apart
+        return _reconstruct(frame, table, seg, pts, shape, pose, erode_px, refine, timings)
+    best: tuple[float, ObjectGeometry] | None = None
+    error: ShapeError | None = None
+    for kind in CANDIDATE_KINDS:
+        try:
+            g = _reconstruct(frame, table, seg, pts, shape, pose, erode_px, refine, timings, kind)
+        except ShapeBackendError:
+            raise
+        except ShapeError as err:
+            error = err
+            continue
+        t0 = time.perf_counter()
+        cost = mesh_cost(g, frame, table.T_world_cam, seg.mask)
+        timings["select"] = timings.get("select", 0.0) + time.perf_counter() - t0
+        if best is None or (cost is not None and cost < best[0]):
+            best = (np.inf if cost is None else cost, g)
+    if best is None:
+        raise error if error is not None else ShapeError(f"object {seg.label!r}: no shape could be completed")
+    return best[1]
 
-    out = list(objects)
-    for i, (seg, g) in enumerate(zip(segments, objects)):
-        if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
-            continue  # small objects (beans): a few pixels wide, their masks often cut from a touching group
-        if g.symmetry == "rotational" and not g.concave:
-            out[i] = _refine_scaled(refine_cylinder, g, frame, table, seg.mask)
-            continue
-        if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
-            out[i] = _refine_scaled(refine_hull, g, frame, table, seg.mask)
-            continue
-        if g.symmetry != "box" or len(g.mesh.vertices) != 8:
-            continue  # boxes only (a can lying on its side is box-symmetric too)
-        found = refine_box(g, frame, table.T_world_cam, seg.mask)
-        if found is None:
-            continue
-        centre, yaw, extent, _, _ = found
-        T = np.eye(4)
-        T[:3, :3] = [[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
-        out[i] = dataclasses.replace(
-            g,
-            mesh=trimesh.creation.box(extents=extent),
-            position=centre,
-            quaternion=matrix_to_quat(T[:3, :3]),
-            extent=np.asarray(extent, dtype=np.float64),
-            pose_source=f"{g.pose_source}+depth_refine",
-        )
-    return out
+
+def _reconstruct(
+    frame: Frame,
+    table: TablePlane,
+    seg: Segment,
+    pts: np.ndarray,
+    shape: str,
+    pose: str,
+    erode_px: int,
+    refine: bool,
+    timings: dict[str, float],
+    kind: str | None = None,
+) -> ObjectGeometry:
+    """Shape completion (of ``kind``, None: the back-end's choice), pose and, with ``refine``, the depth
+    refinement of one object."""
+    t0 = time.perf_counter()
+    view = pts[:, :2].mean(axis=0) - table.T_world_cam[:2, 3]  # the horizontal viewing direction (world)
+    # The silhouette lost to erosion, half a pixel more for the pixel's own footprint (m).
+    z_med = float(np.median(frame.depth[seg.mask & (frame.depth > 0)]))
+    pad = (erode_px + 0.5) * z_med / float(frame.K[0, 0])
+    options: dict[str, object] = {"view_dir_xy": view, "pad_m": pad}
+    if kind is not None:
+        options["kind"] = kind
+    if shape == "hunyuan3d":
+        options = {"rgb": frame.rgb, "mask": seg.mask}
+    shp = complete_shape(pts, seg.label, shape, **options)
+    timings["shape"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if pose == "foundationpose":
+        est = estimate_pose(shp.mesh, pts, pose, frame=frame, mask=seg.mask, T_world_cam=table.T_world_cam)
+    else:
+        est = estimate_pose(shp.mesh, pts, pose, init=shp.T_world_obj, symmetry=shp.symmetry)
+    timings["pose"] += time.perf_counter() - t0
+    T = est.T_world_obj
+    g = ObjectGeometry(
+        label=seg.label,
+        mesh=shp.mesh,
+        position=T[:3, 3].copy(),
+        quaternion=matrix_to_quat(T[:3, :3]),
+        extent=np.asarray(shp.mesh.extents, dtype=np.float64),
+        points_world=pts,
+        symmetry=shp.symmetry,
+        concave=shp.concave,
+        fit_rmse_m=est.rmse_m,
+        shape_source=shp.source,
+        pose_source=est.source,
+    )
+    if not refine:
+        return g
+    t0 = time.perf_counter()
+    g = _refined(frame, table, seg, g)
+    timings["refine"] = timings.get("refine", 0.0) + time.perf_counter() - t0
+    return g
+
+
+def _refined(frame: Frame, table: TablePlane, seg: Segment, g: ObjectGeometry) -> ObjectGeometry:
+    """An upright object moved and resized to explain the depth around its mask (:mod:`real2sim.refine`):
+    a box (:func:`refine_box`), a solid of revolution (:func:`refine_cylinder`) or a mirror-completed hull
+    (:func:`refine_hull`); ``g`` unchanged for other shapes and small objects."""
+    if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
+        return g  # small objects (beans): a few pixels wide, their masks often cut from a touching group
+    if g.symmetry == "rotational" and not g.concave:
+        return _refine_scaled(refine_cylinder, g, frame, table, seg.mask)
+    if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
+        return _refine_scaled(refine_hull, g, frame, table, seg.mask)
+    if g.symmetry != "box" or len(g.mesh.vertices) != 8:
+        return g  # boxes only (a can lying on its side is box-symmetric too)
+    found = refine_box(g, frame, table.T_world_cam, seg.mask)
+    if found is None:
+        return g
+    centre, yaw, extent, _, _ = found
+    T = np.eye(4)
+    T[:3, :3] = [[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
+    return dataclasses.replace(
+        g,
+        mesh=trimesh.creation.box(extents=extent),
+        position=centre,
+        quaternion=matrix_to_quat(T[:3, :3]),
+        extent=np.asarray(extent, dtype=np.float64),
+        pose_source=f"{g.pose_source}+depth_refine",
+    )
 
 
 def _refine_scaled(

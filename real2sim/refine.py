@@ -19,6 +19,9 @@ its bottom centre, so it stays on the table), the rays cast at the hull's face p
 
 Scipy's Nelder-Mead minimises the cost from the fit, restarted once (deterministic: no random starts); the
 refinement is kept only when it lowers the cost and no edge changes by more than :data:`MAX_CHANGE`.
+
+:func:`mesh_cost` is the same cost for any posed mesh (its rays cast with Open3D), per pixel: what
+perception compares shapes of different kinds by.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
     "box_depth",
     "cylinder_depth",
     "hull_depth",
+    "mesh_cost",
     "pixel_cost",
     "refine_box",
     "refine_cylinder",
@@ -131,6 +135,28 @@ def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray, hidden_m: floa
     if hidden_m > 0:
         cost += hidden_m * float(np.count_nonzero(hit & ~own & ~behind))
     return cost
+
+
+def mesh_cost(geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> float | None:
+    """:func:`pixel_cost` per pixel (m) of the posed mesh of ``geometry`` (world frame) over the pixels around
+    ``own_mask``: how badly it explains the depth there; None for a tiny mask."""
+    import open3d
+
+    px = _pixels(frame, T_world_cam, own_mask)
+    if px is None:
+        return None
+    origin, dirs, depth, own = px
+    o3d: Any = open3d
+    R = quat_to_matrix(geometry.quaternion)
+    verts = np.asarray(geometry.mesh.vertices, dtype=np.float64) @ R.T + np.asarray(geometry.position)
+    scene = o3d.t.geometry.RaycastingScene()
+    scene.add_triangles(
+        o3d.core.Tensor(verts.astype(np.float32)),
+        o3d.core.Tensor(np.asarray(geometry.mesh.faces, dtype=np.uint32)),
+    )
+    rays = np.column_stack([np.broadcast_to(origin, dirs.shape), dirs]).astype(np.float32)
+    t = scene.cast_rays(o3d.core.Tensor(rays))["t_hit"].numpy().astype(np.float64)
+    return pixel_cost(np.where(np.isfinite(t), t, np.inf), depth, own) / len(depth)
 
 
 def _pixels(frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> tuple[np.ndarray, ...] | None:

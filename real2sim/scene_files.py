@@ -26,7 +26,7 @@ def covering_table_size(
     """The table extent (x, y; m) of a scene of ``objects`` (sizes: full extents): the default table, made
     larger where an object's bounding sphere comes within ``margin_m`` of its far or side edges, so nothing
     the frame shows standing on the table is placed off it."""
-    sx, sy = Scene.__dataclass_fields__["table_size"].default  # type: ignore[misc]
+    sx, sy = Scene((), RobotStart()).table_size
     for o in objects:
         r = 0.5 * float(np.linalg.norm(o.size))
         sx = max(sx, o.position[0] + r + margin_m - TABLE_NEAR_X)

@@ -305,18 +305,24 @@ def _lying_cylinder(points: np.ndarray, pad_m: float) -> tuple[Shape, float]:
     # The top view's rectangle of a partial view can be turned a few degrees from the axis (one side seen):
     # axes within 15 degrees of either side are tried.
     turns = np.deg2rad(np.arange(-15.0, 15.1, 2.5))
+    sample = points[:: max(1, len(points) // 1000)]  # the search on at most about 1000 points
     for yaw in np.concatenate([yaw0 + turns, yaw0 + np.pi / 2 + turns]):
         u = np.array([np.cos(yaw), np.sin(yaw)])
-        a, t = points[:, :2] @ u, points[:, :2] @ [-u[1], u[0]]
+        a, t = sample[:, :2] @ u, sample[:, :2] @ [-u[1], u[0]]
         lo, hi = float(np.percentile(a, 0.5)) - pad_m, float(np.percentile(a, 99.5)) + pad_m
-        for t0 in np.arange(t.min() - radius, t.max() + radius, 0.001):
-            radial = np.hypot(t - t0, points[:, 2] - radius)
-            res = float(np.median(_cylinder_distance(radial, a, radius, lo, hi)))
-            if best is None or res < best[0]:
-                best = (res, float(yaw), float(t0), lo, hi)
+        offsets = np.arange(t.min() - radius, t.max() + radius, 0.001)
+        for chunk in range(0, len(offsets), 64):  # (offsets, points) at once, bounded memory
+            trial = offsets[chunk : chunk + 64, None]
+            radial = np.hypot(t - trial, sample[:, 2] - radius)
+            dist = np.median(_cylinder_distance(radial, a, radius, lo, hi), axis=1)
+            k = int(np.argmin(dist))
+            if best is None or dist[k] < best[0]:
+                best = (float(dist[k]), float(yaw), float(trial[k, 0]), lo, hi)
     assert best is not None
-    res, yaw, t0, lo, hi = best
+    _, yaw, t0, lo, hi = best
     u, v = np.array([np.cos(yaw), np.sin(yaw)]), np.array([-np.sin(yaw), np.cos(yaw)])
+    radial = np.hypot(points[:, :2] @ v - t0, points[:, 2] - radius)
+    res = float(np.median(_cylinder_distance(radial, points[:, :2] @ u, radius, lo, hi)))
     centre = u * (lo + hi) / 2 + v * t0
     mesh = trimesh.creation.cylinder(radius=radius, height=hi - lo, sections=48)
     mesh.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0]))  # axis along x

@@ -10,7 +10,15 @@ import trimesh
 
 from real2sim.fitscore import render_depth
 from real2sim.overlays import look_at
-from real2sim.refine import box_depth, cylinder_depth, hull_depth, refine_box, refine_cylinder, refine_hull
+from real2sim.refine import (
+    box_depth,
+    cylinder_depth,
+    hull_depth,
+    mesh_cost,
+    refine_box,
+    refine_cylinder,
+    refine_hull,
+)
 
 K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
 H, W = 240, 320
@@ -141,3 +149,46 @@ def test_a_too_thin_bottle_hull_is_widened_to_its_silhouette() -> None:
     assert np.max(np.abs(extent - truth.extents) / truth.extents) < 0.06, extent
     assert abs(position[2] - extent[2] / 2) < 1e-9  # still standing on the table
     assert np.linalg.norm(position[:2]) < 0.004
+
+
+def _lying_can() -> trimesh.Trimesh:
+    """A 6.6 cm can, 10 cm long, lying on the table along world x (world frame)."""
+    can = trimesh.creation.cylinder(radius=0.033, height=0.1, sections=128)
+    can.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0]))
+    can.apply_translation((0.0, 0.0, 0.033))
+    return can
+
+
+def test_mesh_cost_prefers_the_shape_that_was_seen() -> None:
+    can = _lying_can()
+    frame, mask = _scene(can)
+    centred = can.copy()
+    centred.apply_translation((0.0, 0.0, -0.033))
+
+    def posed(mesh: trimesh.Trimesh) -> types.SimpleNamespace:
+        return types.SimpleNamespace(mesh=mesh, position=np.array([0.0, 0.0, 0.033]), quaternion=np.eye(4)[0])
+
+    right = mesh_cost(posed(centred), frame, T_WORLD_CAM, mask)
+    box = mesh_cost(posed(trimesh.creation.box(centred.extents)), frame, T_WORLD_CAM, mask)
+    assert right is not None and box is not None
+    assert right < 2e-4 and box > 2 * right  # m per pixel: the box's corners stand where the table is seen
+
+
+def test_an_unlabelled_lying_can_is_fitted_as_a_cylinder() -> None:
+    """The top view of a lying can is a rectangle, so the outline alone says box; of the shapes tried, the
+    lying cylinder explains the depth best."""
+    from real2sim.perception import _best_reconstruction, object_points
+    from real2sim.types import Segment, TablePlane
+    from simpact.core.frame import Frame
+
+    frame, mask = _scene(_lying_can())
+    R = T_WORLD_CAM[:3, :3]
+    up = R.T @ np.array([0.0, 0.0, 1.0])  # the table's normal in the camera frame
+    table = TablePlane(up, float(T_WORLD_CAM[2, 3]), T_WORLD_CAM, np.zeros((H, W), bool), "table_plane")
+    full = Frame(np.zeros((H, W, 3), np.uint8), frame.depth, K)
+    seg = Segment("object_0", mask)
+    pts = object_points(full, table, mask)
+    timings = {"shape": 0.0, "pose": 0.0}
+    g = _best_reconstruction(full, table, seg, pts, "geometric", "icp", 1, True, timings)
+    assert len(g.mesh.vertices) > 8  # not the box
+    assert np.allclose(np.sort(g.extent), [0.066, 0.066, 0.1], atol=0.008), g.extent
