@@ -67,8 +67,9 @@ def task_scene_from_frame(
 ) -> FrameScene:
     """The scene ``task`` plans on when it starts from a real frame: real2sim on the frame with the task's
     object names as labels (written under ``out``; errors are ``Real2SimError``), plus what a frame cannot
-    show: the task's markers (non-colliding target regions), its robot start and table friction. The
-    result is a :class:`FrameScene`: it carries the fit warnings of the objects it holds.
+    show: the task's markers (non-colliding target regions), its robot start and table friction, and each
+    object's mass and friction where no VLM or user gave them (:func:`_unseen_physics`). The result is a
+    :class:`FrameScene`: it carries the fit warnings of the objects it holds.
 
     Objects the task fixes (a wall) stay fixed where they were found. A task's plans and success check read
     its objects' sizes and origins in the terms of their shapes (a bowl's ``size`` is rim radius, height and
@@ -100,7 +101,8 @@ def task_scene_from_frame(
     objects = []
     for o in nominal.objects:
         if o.name in found:
-            objects.append(_in_task_shape(replace(found[o.name], fixed=o.fixed), o))
+            obj = _unseen_physics(replace(found[o.name], fixed=o.fixed), o, result.parameters.get(o.name))
+            objects.append(_in_task_shape(obj, o))
         elif not o.collides or o.fixed:
             objects.append(o)  # markers and fixtures come from the task config
     scene = replace(
@@ -109,6 +111,21 @@ def task_scene_from_frame(
     warnings = fit_warnings_for(result.fit, [o.name for o in objects])
     kept = {f.name: getattr(scene, f.name) for f in fields(Scene)}
     return FrameScene(**kept, real2sim_warnings=tuple(warnings))
+
+
+#: Sources of a physical parameter (:attr:`real2sim.types.PhysicalParameters.sources`) that come from
+#: looking at or knowing the object; the others are the material table's guesses for its kind.
+INFORMED_SOURCES = ("vlm", "user")
+
+
+def _unseen_physics(obj: SceneObject, task_obj: SceneObject, params: Any) -> SceneObject:
+    """``obj`` with the task object's mass and friction in place of real2sim's where those were only the
+    material table's guess (offline, no VLM): a photo shows neither, and the task says what it was written
+    for (a shape_rope rope estimated at 18 g instead of its 30 g is too light to be dragged into the U)."""
+    sources = getattr(params, "sources", None) or {}
+    mass = obj.mass if sources.get("mass_kg") in INFORMED_SOURCES else task_obj.mass
+    friction = obj.friction if sources.get("friction") in INFORMED_SOURCES else task_obj.friction
+    return replace(obj, mass=mass, friction=friction)
 
 
 def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:

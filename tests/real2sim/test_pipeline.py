@@ -233,6 +233,9 @@ def test_the_command_writes_the_scene_and_plan_frame_builds_the_task_scene(
     carton = scene.object("carton")  # the task's box, with the measured pose and size
     assert carton.shape == "box" and carton.size == pytest.approx((0.07, 0.07, 0.2), abs=0.008)
     assert carton.position == pytest.approx((0.52, 0.0, 0.1), abs=0.005)
+    # offline, the material table only guesses a mass and a friction: the task's own values stand instead
+    nominal = task.nominal_scene.object("carton")
+    assert (carton.mass, carton.friction) == (nominal.mass, nominal.friction)
     assert main(["real2sim", str(bundle), "--kind", "carton=soft", "--out", str(tmp_path / "x")]) == 2
     assert "NAME=rigid|pd|mpm" in capsys.readouterr().err
 
@@ -304,6 +307,12 @@ def test_a_vlm_names_the_objects_labels_the_clusters_and_sets_the_physics(
     exchange = json.loads((tmp_path / "vlm_exchange.json").read_text())
     assert [e["role"] for e in exchange] == ["object_labels", "assign_labels", "physics"]
     assert task.instruction in exchange[0]["prompt"]
+    # planning the task from the frame: the VLM's mass and friction stand over the task's own
+    from real2sim.task_scene import task_scene_from_frame
+
+    bundle = write_frame_bundle(frame, tmp_path / "frame")
+    scene = task_scene_from_frame(task, bundle, tmp_path / "plan", vlm=TableTopVLM())
+    assert (scene.object("carton").mass, scene.object("carton").friction) == (0.3, 0.4)
 
 
 def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) -> None:
