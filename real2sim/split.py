@@ -30,8 +30,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.cluster.vq import kmeans2
 from scipy.ndimage import distance_transform_edt
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
 
 __all__ = ["SplitContext", "SplitParams", "make_context", "split_by_colour", "split_by_gap", "split_regions"]
 
@@ -158,10 +161,6 @@ def split_by_gap(
 ) -> list[np.ndarray]:
     """The objects in the region ``mask`` (H, W) that gaps in 3D separate (see the module docstring): the
     region itself, or its parts; every pixel of the region is in exactly one returned mask."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-    from scipy.spatial import cKDTree
-
     measured = mask & ctx.valid
     points = ctx.points[measured]
     if len(points) < 2 * params.min_pixels:
@@ -283,7 +282,6 @@ def _rest_on_seeds(
     on: the one whose points' feet on the table (top view) come within ``reach_m`` (m) of most of the part's
     feet (a lid to the box under it, not to the brick beside both). A part over no seed keeps its owners."""
     import cv2
-    from scipy.spatial import cKDTree
 
     valid = ctx.valid[box]
     feet = ctx.points[box] - ctx.height[box][..., None] * ctx.up

@@ -17,6 +17,7 @@ World frame (``TablePlane.T_world_cam``), table top always at world z = 0:
 from __future__ import annotations
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from real2sim.types import TablePlane
 from simpact.core.errors import SimpactError
@@ -154,7 +155,6 @@ def work_table(inliers: np.ndarray, points_cam: np.ndarray, gap_m: float = TABLE
     """The (H, W) plane inliers that are the work table: the largest connected patch of ``inliers`` in the
     image and every patch that comes within ``gap_m`` (m, in 3D) of those kept, grown until none does."""
     import cv2
-    from scipy.spatial import cKDTree
 
     count, labels, stats, _ = cv2.connectedComponentsWithStats(inliers.astype(np.uint8), connectivity=8)
     if count <= 2:
