@@ -27,13 +27,24 @@ from solvers.mujoco.robot import ARM_JOINTS, FINGER_JOINTS
 from solvers.mujoco.world import mujoco_access
 from solvers.world import World, make_world
 
-__all__ = ["FALLEN_Z", "ObjectMotion", "Overlap", "SettleReport", "placed_state", "settle_check"]
+__all__ = [
+    "FALLEN_DROP",
+    "FALLEN_Z",
+    "ObjectMotion",
+    "Overlap",
+    "SettleReport",
+    "placed_state",
+    "settle_check",
+]
 
 OVERLAP_TOLERANCE = 1e-3
 """Penetration at t = 0 up to this depth (m) is not counted against a clean scene."""
 
 FALLEN_Z = -0.02
-"""An object whose origin ends the settle run below this height (m; the table top is z = 0) fell off it."""
+"""An object whose origin ends the settle run below this height (m; the table top is z = 0), and
+:data:`FALLEN_DROP` lower than it started, fell off the table (one placed in a drawer under it did not)."""
+FALLEN_DROP = 0.05
+"""m; see :data:`FALLEN_Z`."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +115,11 @@ class SettleReport:
     @property
     def fallen(self) -> list[str]:
         """The objects that fell off the table (see :data:`FALLEN_Z`)."""
-        return [name for name, m in self.motion.items() if m.end_position[2] < FALLEN_Z]
+        return [
+            name
+            for name, m in self.motion.items()
+            if m.end_position[2] < FALLEN_Z and m.end_position[2] < m.start_position[2] - FALLEN_DROP
+        ]
 
     @property
     def clean(self) -> bool:
