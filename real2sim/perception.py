@@ -125,13 +125,14 @@ def perceive(
 
     kept_segments: list[Segment] = []
     objects: list[ObjectGeometry] = []
+    fitting = _Fitting(frame, table, shape, pose, erode_px, refine, timings)
     for seg in segments:
         pts = object_points(frame, table, seg.mask, max_points=max_points, erode_px=erode_px)
         if len(pts) < 20:
             warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
             continue
         try:
-            g = _best_reconstruction(frame, table, seg, pts, shape, pose, erode_px, refine, timings)
+            g = _best_reconstruction(fitting, seg, pts)
         except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
             raise
         except ShapeError as err:
@@ -147,38 +148,41 @@ def perceive(
 CANDIDATE_KINDS = ("box", "revolution", "mirror")
 
 
-def _best_reconstruction(
-    frame: Frame,
-    table: TablePlane,
-    seg: Segment,
-    pts: np.ndarray,
-    shape: str,
-    pose: str,
-    erode_px: int,
-    refine: bool,
-    timings: dict[str, float],
-) -> ObjectGeometry:
+@dataclasses.dataclass
+class _Fitting:
+    """What reconstructing one object reads besides its segment and points (see :func:`perceive`)."""
+
+    frame: Frame
+    table: TablePlane
+    shape: str
+    pose: str
+    erode_px: int
+    refine: bool
+    timings: dict[str, float]
+
+
+def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> ObjectGeometry:
     """The object of ``seg`` reconstructed from its points (world, m): with the geometric back-end and a
     label that names no shape, each of :data:`CANDIDATE_KINDS` is fitted and the one that explains the depth
     around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth) is kept; else the label's
     (or, for an object smaller than :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
     size = max(float(np.max(np.ptp(pts[:, :2], axis=0))), float(np.max(pts[:, 2])))
-    named = shape != "geometric" or kind_from_label(seg.label)[0] is not None
+    named = fit.shape != "geometric" or kind_from_label(seg.label)[0] is not None
     if named or size < MIN_REFINE_SIZE_M:  # small: a few pixels wide (beans), too few to tell shapes apart
-        return _reconstruct(frame, table, seg, pts, shape, pose, erode_px, refine, timings)
+        return _reconstruct(fit, seg, pts)
     best: tuple[float, ObjectGeometry] | None = None
     error: ShapeError | None = None
     for kind in CANDIDATE_KINDS:
         try:
-            g = _reconstruct(frame, table, seg, pts, shape, pose, erode_px, refine, timings, kind)
+            g = _reconstruct(fit, seg, pts, kind)
         except ShapeBackendError:
             raise
         except ShapeError as err:
             error = err
             continue
         t0 = time.perf_counter()
-        cost = mesh_cost(g, frame, table.T_world_cam, seg.mask)
-        timings["select"] = timings.get("select", 0.0) + time.perf_counter() - t0
+        cost = mesh_cost(g, fit.frame, fit.table.T_world_cam, seg.mask)
+        fit.timings["select"] = fit.timings.get("select", 0.0) + time.perf_counter() - t0
         if best is None or (cost is not None and cost < best[0]):
             best = (np.inf if cost is None else cost, g)
     if best is None:
@@ -186,25 +190,15 @@ def _best_reconstruction(
     return best[1]
 
 
-def _reconstruct(
-    frame: Frame,
-    table: TablePlane,
-    seg: Segment,
-    pts: np.ndarray,
-    shape: str,
-    pose: str,
-    erode_px: int,
-    refine: bool,
-    timings: dict[str, float],
-    kind: str | None = None,
-) -> ObjectGeometry:
-    """Shape completion (of ``kind``, None: the back-end's choice), pose and, with ``refine``, the depth
+def _reconstruct(fit: _Fitting, seg: Segment, pts: np.ndarray, kind: str | None = None) -> ObjectGeometry:
+    """Shape completion (of ``kind``, None: the back-end's choice), pose and, with ``fit.refine``, the depth
     refinement of one object."""
+    frame, table, shape, pose, timings = fit.frame, fit.table, fit.shape, fit.pose, fit.timings
     t0 = time.perf_counter()
     view = pts[:, :2].mean(axis=0) - table.T_world_cam[:2, 3]  # the horizontal viewing direction (world)
     # The silhouette lost to erosion, half a pixel more for the pixel's own footprint (m).
     z_med = float(np.median(frame.depth[seg.mask & (frame.depth > 0)]))
-    pad = (erode_px + 0.5) * z_med / float(frame.K[0, 0])
+    pad = (fit.erode_px + 0.5) * z_med / float(frame.K[0, 0])
     options: dict[str, object] = {"view_dir_xy": view, "pad_m": pad}
     if kind is not None:
         options["kind"] = kind
@@ -232,7 +226,7 @@ def _reconstruct(
         shape_source=shp.source,
         pose_source=est.source,
     )
-    if not refine:
+    if not fit.refine:
         return g
     t0 = time.perf_counter()
     g = _refined(frame, table, seg, g)

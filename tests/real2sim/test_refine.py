@@ -177,7 +177,7 @@ def test_mesh_cost_prefers_the_shape_that_was_seen() -> None:
 def test_an_unlabelled_lying_can_is_fitted_as_a_cylinder() -> None:
     """The top view of a lying can is a rectangle, so the outline alone says box; of the shapes tried, the
     lying cylinder explains the depth best."""
-    from real2sim.perception import _best_reconstruction, object_points
+    from real2sim.perception import _best_reconstruction, _Fitting, object_points
     from real2sim.types import Segment, TablePlane
     from simpact.core.frame import Frame
 
@@ -188,7 +188,7 @@ def test_an_unlabelled_lying_can_is_fitted_as_a_cylinder() -> None:
     full = Frame(np.zeros((H, W, 3), np.uint8), frame.depth, K)
     seg = Segment("object_0", mask)
     pts = object_points(full, table, mask)
-    timings = {"shape": 0.0, "pose": 0.0}
-    g = _best_reconstruction(full, table, seg, pts, "geometric", "icp", 1, True, timings)
+    fitting = _Fitting(full, table, "geometric", "icp", 1, True, {"shape": 0.0, "pose": 0.0})
+    g = _best_reconstruction(fitting, seg, pts)
     assert len(g.mesh.vertices) > 8  # not the box
     assert np.allclose(np.sort(g.extent), [0.066, 0.066, 0.1], atol=0.008), g.extent
