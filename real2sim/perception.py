@@ -23,13 +23,13 @@ import trimesh
 from real2sim.pose import estimate_pose
 from real2sim.refine import mesh_cost, refine_box, refine_cylinder, refine_hull
 from real2sim.segment import AssignFn, segment
-from real2sim.shape import ShapeBackendError, ShapeError, complete_shape, kind_from_label
+from real2sim.shape import ShapeBackendError, ShapeError, complete_shape, kind_from_label, outline_kind
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
 from simpact.core.frame import Frame
 from simpact.core.rotations import matrix_to_quat
 
-__all__ = ["CANDIDATE_KINDS", "MIN_REFINE_SIZE_M", "Perception", "object_points", "perceive"]
+__all__ = ["CANDIDATE_KINDS", "MIN_REFINE_SIZE_M", "SELECT_MARGIN", "Perception", "object_points", "perceive"]
 
 MIN_REFINE_SIZE_M = 0.04
 """Objects whose longest edge is shorter (m) are not refined against the depth."""
@@ -146,6 +146,9 @@ def perceive(
 
 #: The shape kinds tried on an object whose label names none (:func:`real2sim.shape.kind_from_label`).
 CANDIDATE_KINDS = ("box", "revolution", "mirror")
+#: How much lower (a share) another kind's cost must be than that of the kind the outline suggests
+#: (:func:`real2sim.shape.outline_kind`) to be chosen over it: near ties go to the outline.
+SELECT_MARGIN = 0.1
 
 
 @dataclasses.dataclass
@@ -164,13 +167,15 @@ class _Fitting:
 def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> ObjectGeometry:
     """The object of ``seg`` reconstructed from its points (world, m): with the geometric back-end and a
     label that names no shape, each of :data:`CANDIDATE_KINDS` is fitted and the one that explains the depth
-    around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth) is kept; else the label's
+    around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth; by :data:`SELECT_MARGIN` over
+    the outline's choice) is kept; else the label's
     (or, for an object smaller than :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
     size = max(float(np.max(np.ptp(pts[:, :2], axis=0))), float(np.max(pts[:, 2])))
     named = fit.shape != "geometric" or kind_from_label(seg.label)[0] is not None
     if named or size < MIN_REFINE_SIZE_M:  # small: a few pixels wide (beans), too few to tell shapes apart
         return _reconstruct(fit, seg, pts)
-    best: tuple[float, ObjectGeometry] | None = None
+    default = "revolution" if outline_kind(pts) == "round" else "box"  # what the outline alone would say
+    fits: dict[str, tuple[float, ObjectGeometry]] = {}
     error: ShapeError | None = None
     for kind in CANDIDATE_KINDS:
         try:
@@ -183,10 +188,12 @@ def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> Object
         t0 = time.perf_counter()
         cost = mesh_cost(g, fit.frame, fit.table.T_world_cam, seg.mask)
         fit.timings["select"] = fit.timings.get("select", 0.0) + time.perf_counter() - t0
-        if best is None or (cost is not None and cost < best[0]):
-            best = (np.inf if cost is None else cost, g)
-    if best is None:
+        fits[kind] = (np.inf if cost is None else cost, g)
+    if not fits:
         raise error if error is not None else ShapeError(f"object {seg.label!r}: no shape could be completed")
+    best = min(fits.values(), key=lambda f: f[0])
+    if default in fits and not best[0] < (1.0 - SELECT_MARGIN) * fits[default][0]:
+        return fits[default][1]  # another shape must explain the depth clearly better than the outline's
     return best[1]
 
 
