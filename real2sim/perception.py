@@ -168,8 +168,8 @@ def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> Object
     """The object of ``seg`` reconstructed from its points (world, m): with the geometric back-end and a
     label that names no shape, each of :data:`CANDIDATE_KINDS` is fitted and the one that explains the depth
     around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth; by :data:`SELECT_MARGIN` over
-    the outline's choice) is kept; else the label's
-    (or, for an object smaller than :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
+    the outline's choice) is kept; else the label's (or, for an object smaller than
+    :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
     size = max(float(np.max(np.ptp(pts[:, :2], axis=0))), float(np.max(pts[:, 2])))
     named = fit.shape != "geometric" or kind_from_label(seg.label)[0] is not None
     if named or size < MIN_REFINE_SIZE_M:  # small: a few pixels wide (beans), too few to tell shapes apart
@@ -178,10 +178,8 @@ def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> Object
     fits: dict[str, tuple[float, ObjectGeometry]] = {}
     error: ShapeError | None = None
     for kind in CANDIDATE_KINDS:
-        try:
+        try:  # the geometric back-end: no ShapeBackendError
             g = _reconstruct(fit, seg, pts, kind)
-        except ShapeBackendError:
-            raise
         except ShapeError as err:
             error = err
             continue

@@ -150,9 +150,9 @@ def find_clusters(
             height,
             crease,
             frame.K[0, 0],
+            table.normal_cam,
             jump_m=jump_m,
             touch_m=touch_m,
-            up=table.normal_cam,
         )
         kept = split_regions(kept, ctx)
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone

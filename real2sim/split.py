@@ -46,9 +46,7 @@ class SplitContext:
     lab: np.ndarray
     """(H, W, 3) Lab colour, blurred (a paint's speckle is not colour)."""
     points: np.ndarray
-    """(H, W, 3) camera-frame points (m)."""
-    z: np.ndarray
-    """Depth (m), 0 where none."""
+    """(H, W, 3) camera-frame points (m); their z is the depth, 0 where none."""
     valid: np.ndarray
     height: np.ndarray
     """Height above the table (m)."""
@@ -56,12 +54,17 @@ class SplitContext:
     """Concave creases (bool, :func:`real2sim.clutter.concave_creases`)."""
     focal_px: float
     """Focal length (px)."""
+    up: np.ndarray
+    """(3,) the table's unit normal in the camera frame: a point's foot on the table is ``p - height·up``."""
     jump_m: float = 0.015
     """Depth step (m, at 1 m range, growing with depth) that separates two surfaces."""
     touch_m: float = 0.03
     """A part rests on the table when its lowest points are within this height (m) of it."""
-    up: np.ndarray = dataclasses.field(default_factory=lambda: np.array([0.0, -1.0, 0.0]))
-    """(3,) the table's unit normal in the camera frame: a point's foot on the table is ``p - height·up``."""
+
+    @property
+    def z(self) -> np.ndarray:
+        """Depth (m), 0 where none."""
+        return np.asarray(self.points[..., 2])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,21 +104,22 @@ def make_context(
     height: np.ndarray,
     crease: np.ndarray,
     focal_px: float,
+    up: np.ndarray,
     *,
     jump_m: float = 0.015,
     touch_m: float = 0.03,
-    up: np.ndarray | None = None,
 ) -> SplitContext:
     """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), camera-frame ``points`` (H, W, 3; m;
     their z is the depth), ``valid`` depth, height above the table (m), concave creases, the focal length
-    (px) and the table's normal ``up`` (camera frame; default image up)."""
+    (px) and the table's normal ``up`` (camera frame)."""
     import cv2
 
     blurred = cv2.GaussianBlur(np.ascontiguousarray(rgb, dtype=np.uint8), (5, 5), 0)
     lab = cv2.cvtColor(blurred.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
-    z = points[..., 2].astype(np.float64)
-    normal = np.array([0.0, -1.0, 0.0]) if up is None else np.asarray(up, dtype=np.float64)
-    return SplitContext(lab, points, z, valid, height, crease, float(focal_px), jump_m, touch_m, normal)
+    up = np.asarray(up, dtype=np.float64)
+    return SplitContext(
+        lab, np.asarray(points, np.float64), valid, height, crease, float(focal_px), up, jump_m, touch_m
+    )
 
 
 def split_regions(

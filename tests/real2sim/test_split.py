@@ -36,8 +36,11 @@ def _two_faces(
     rows = np.arange(h, dtype=float)[:, None].repeat(w, axis=1)
     height = np.where(region, (99 - rows) * 0.005, 0.0)
     valid = np.ones((h, w), bool)
-    ctx = make_context(rgb, _points(z, 100.0), valid, height, np.zeros((h, w), bool), 100.0)
+    ctx = make_context(rgb, _points(z, 100.0), valid, height, np.zeros((h, w), bool), 100.0, UP)
     return ctx, region, first, second
+
+
+UP = np.array([0.0, -1.0, 0.0])  # the table's normal: image up
 
 
 def _points(z: np.ndarray, focal_px: float) -> np.ndarray:
@@ -85,7 +88,7 @@ def _side_by_side(step_m: float, tall_m: float) -> tuple[SplitContext, np.ndarra
     height = np.where(region, (49 - rows) / 39 * tall_m, 0.0)
     rgb = np.full((h, w, 3), 230, np.uint8)
     valid = np.ones((h, w), bool)
-    ctx = make_context(rgb, _points(z, 1000.0), valid, height, np.zeros((h, w), bool), 1000.0)
+    ctx = make_context(rgb, _points(z, 1000.0), valid, height, np.zeros((h, w), bool), 1000.0, UP)
     return ctx, region, left
 
 
