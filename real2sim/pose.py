@@ -4,7 +4,8 @@
 point-to-point if that fails), keeping the object upright: the result is projected onto a yaw about the
 table normal, and the mesh's bottom stays on the table. Without an initial pose it starts from the points'
 principal horizontal axis (PCA) at four yaws 90° apart and keeps the best. A refinement is kept only when it
-lowers the RMS distance of the points to the mesh surface.
+lowers the RMS distance of the points to the mesh surface. Open3D's registration sums in parallel threads in
+no fixed order (two runs differed in the last bits), so it runs on one thread: the same pose every run.
 
 ``foundationpose`` runs NVlabs FoundationPose from a local checkout with its weights
 (``$SIMPACT_FOUNDATIONPOSE_DIR``) on the frame, the object's mask and the mesh.
@@ -15,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -61,6 +63,19 @@ def _upright(T: np.ndarray) -> np.ndarray:
     out = T.copy()
     out[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
     return out
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Open3D on a single thread inside this block (its parallel reductions are not reproducible)."""
+    import open3d as o3d
+
+    saved = o3d.utility.get_max_threads()
+    o3d.utility.set_max_threads(1)
+    try:
+        yield
+    finally:
+        o3d.utility.set_max_threads(saved)
 
 
 def _icp(
@@ -109,9 +124,10 @@ def _icp(
             o3d.pipelines.registration.TransformationEstimationPointToPoint(),
         ):
             # Register the observed points onto the model (object frame): T maps world -> object.
-            result = o3d.pipelines.registration.registration_icp(
-                observed, model, max_distance_m, np.linalg.inv(T0), estimator, criteria
-            )
+            with _one_thread():
+                result = o3d.pipelines.registration.registration_icp(
+                    observed, model, max_distance_m, np.linalg.inv(T0), estimator, criteria
+                )
             T = np.linalg.inv(np.asarray(result.transformation))
             if upright:
                 T = _upright(T)
