@@ -246,21 +246,24 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
     for name in args.tasks or []:
         load_task(name)  # unknown names fail before any work
 
-    def progress(record: dict[str, Any]) -> None:
-        if "error" in record:
-            print(f"  {record['frame']}: error: {record['error']}", flush=True)
-        else:
-            print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
-
     out = reusable_out(args.out)
-    result = _recorded(
-        out,
-        "bench real2sim",
-        {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real},
-        lambda: run_real2sim_bench(
+    settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real}
+    with RunRecord.start(out, "bench real2sim", settings) as run:
+        finished: list[dict[str, Any]] = []  # each frame's record as it finishes: kept if interrupted
+
+        def progress(record: dict[str, Any]) -> None:
+            if "error" in record:
+                print(f"  {record['frame']}: error: {record['error']}", flush=True)
+            else:
+                print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
+            finished.append(record)
+            run.update(finished=finished)
+
+        result = run_real2sim_bench(
             out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
-        ),
-    )
+        )
+        run.payload.pop("finished", None)
+        run.update(**result)
     print(real2sim_table(result))
     if result["real_skipped"]:
         print(f"real frames skipped: {result['real_skipped']}")

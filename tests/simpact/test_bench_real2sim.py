@@ -152,3 +152,23 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     record = {"frame": "f", "objects": {"object_0": {"spans": 1}}, "seconds": 1.0, **got}
     assert _summarise([], [record])[1]["real_no_mask_spans_two"] is False
     assert _summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
+
+
+def test_an_interrupted_bench_keeps_the_frames_it_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import simpact.cli.bench as bench_cli
+    from simpact.cli import main
+
+    def two_frames_then_ctrl_c(out: Path, progress: object = None, **_: object) -> dict[str, object]:
+        assert callable(progress)
+        progress({"frame": "rgbd/a.png", "seconds": 1.5, "objects": {}})
+        progress({"frame": "rgbd/b.png", "error": "ValueError: bad depth"})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_cli, "run_real2sim_bench", two_frames_then_ctrl_c)
+    assert main(["bench", "real2sim", "--no-real", "--out", str(tmp_path / "b")]) == 130
+    saved = json.loads((tmp_path / "b" / "result.json").read_text())
+    assert saved["status"] == "interrupted"
+    assert [r["frame"] for r in saved["finished"]] == ["rgbd/a.png", "rgbd/b.png"]
+    assert "interrupted" in capsys.readouterr().err
