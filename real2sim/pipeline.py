@@ -3,8 +3,8 @@
 Stages: labels (:mod:`real2sim.labels`) → perception (:func:`real2sim.perception.perceive`: table plane,
 segments, completed meshes and poses) → physical parameters (:mod:`real2sim.physics`) → particles for
 deformables (:mod:`real2sim.particles`) → placement (every rigid object rests on the table, pairs that
-interpenetrate are pushed apart) → the Scene, a settle run audited by SimuGuard
-(:func:`simpact.guard.settle.settle_check`) and the files.
+interpenetrate are cut apart where their observed points part, else pushed apart) → the Scene, a settle run
+audited by SimuGuard (:func:`simpact.guard.settle.settle_check`) and the files.
 
 Written to ``out`` (see :func:`write_outputs`):
 
@@ -58,6 +58,7 @@ from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
 from real2sim.scene_files import covering_table_size, deformable_material, entry_object, load_scene
+from real2sim.separate import trim_overlaps
 from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
@@ -126,7 +127,8 @@ class Real2SimResult:
     frame_info: dict[str, Any]
     table: dict[str, Any]
     placement: dict[str, dict[str, Any]]
-    """Per object: how far placement moved it (``lift_m``, ``push_m``)."""
+    """Per object: how far placement moved it (``lift_m``, ``push_m``) and where it was cut against a
+    neighbour (``cuts``, :func:`real2sim.separate.trim_overlaps`)."""
     settle: Any = None
     """:class:`simpact.guard.settle.SettleReport`, or None when skipped."""
     timings_s: dict[str, float] = dataclasses.field(default_factory=dict)
@@ -233,11 +235,14 @@ def robot_facing_transform(T_world_cam: np.ndarray, centre_world: np.ndarray) ->
 def place_objects(
     geometries: Sequence[ObjectGeometry], names: Sequence[str], table_z: float = 0.0
 ) -> tuple[list[ObjectGeometry], dict[str, dict[str, Any]], list[str]]:
-    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it, then
-    push interpenetrating pairs apart horizontally (convex hulls, MuJoCo's collision test) until none
-    overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries, what moved each, warnings."""
+    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it, cut
+    overlapping pairs apart where their observed points part (:func:`real2sim.separate.trim_overlaps`: only
+    unseen volume goes), then push pairs still interpenetrating apart horizontally (convex hulls, MuJoCo's
+    collision test) until none overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries,
+    what moved and cut each (``lift_m``, ``cuts``, ``push_m``), warnings. Masses were estimated before the
+    cuts, from the uncut extents."""
     out = list(geometries)
-    info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "push_m": [0.0, 0.0]} for n in names}
+    info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "cuts": [], "push_m": [0.0, 0.0]} for n in names}
     warnings: list[str] = []
     for i, (g, name) in enumerate(zip(out, names)):
         low = float(world_vertices(g)[:, 2].min()) - table_z
@@ -248,6 +253,9 @@ def place_objects(
             warnings.append(f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)")
     if len(out) < 2:
         return out, info, warnings
+    out, cuts = trim_overlaps(out, names)
+    for name, made in cuts.items():
+        info[name]["cuts"] = made
     for _ in range(MAX_SEPARATION_ROUNDS):
         pushes = _overlap_pushes(out)
         if not pushes:

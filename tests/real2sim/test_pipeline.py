@@ -25,6 +25,7 @@ from real2sim.pipeline import (
     world_vertices,
 )
 from real2sim.scene_files import TABLE_MARGIN_M, covering_table_size
+from real2sim.separate import GAP_M
 from real2sim.types import ObjectGeometry, TablePlane
 from simpact.bench.real2sim import ground_truth_box, pose_errors
 from simpact.cli import main
@@ -160,18 +161,36 @@ def _box(
     )
 
 
-def test_placement_sets_objects_down_and_pushes_overlaps_apart() -> None:
+def test_placement_sets_objects_down_and_cuts_overlaps_apart() -> None:
     a = _box("a", (0.1, 0.1, 0.1), (0.5, 0.0, 0.062))  # 12 mm above the table
     b = _box("b", (0.1, 0.1, 0.1), (0.58, 0.0, 0.045))  # 5 mm into the table, 2 cm into a
     c = _box("c", (0.05, 0.05, 0.05), (0.2, 0.3, 0.2))  # held up high
     placed, info, warnings = place_objects([a, b, c], ["a", "b", "c"])
     lows = [world_vertices(g)[:, 2].min() for g in placed]
-    assert lows[0] == pytest.approx(0.0, abs=1e-9) and lows[1] == pytest.approx(0.0, abs=1e-9)
+    assert lows[0] == pytest.approx(0.0, abs=1e-6) and lows[1] == pytest.approx(0.0, abs=1e-6)
     assert lows[2] == pytest.approx(0.175)
     assert info["a"]["lift_m"] == pytest.approx(-0.012) and info["b"]["lift_m"] == pytest.approx(0.005)
+    # Each box keeps its own side of the plane midway between what was seen of them (their centres here; the
+    # plane's normal is searched over directions about half a degree apart, so a face's corners may stand
+    # 0.5 mm off x = 0.54).
+    assert world_vertices(placed[0])[:, 0].max() == pytest.approx(0.54 - GAP_M / 2, abs=5e-4)
+    assert world_vertices(placed[1])[:, 0].min() == pytest.approx(0.54 + GAP_M / 2, abs=5e-4)
+    assert info["a"]["push_m"] == [0.0, 0.0] and info["b"]["push_m"] == [0.0, 0.0]
+    assert [cut["with"] for cut in info["a"]["cuts"]] == ["b"] and info["c"]["cuts"] == []
+    assert info["a"]["cuts"][0]["removed_cm3"] == pytest.approx(1e6 * 0.0102 * 0.1 * 0.1, rel=0.01)
+    assert "'c' floats" in warnings[0]
+
+
+def test_placement_pushes_apart_what_a_cut_would_mostly_remove() -> None:
+    # a was seen only at its left edge, 1 cm from b's point: a cut there would leave a 15 % sliver of a.
+    a = _box("a", (0.1, 0.1, 0.1), (0.5, 0.0, 0.05))
+    b = _box("b", (0.1, 0.1, 0.1), (0.58, 0.0, 0.05))
+    a = dataclasses.replace(a, points_world=np.array([[0.46, 0.0, 0.05]]))
+    b = dataclasses.replace(b, points_world=np.array([[0.47, 0.0, 0.05]]))
+    placed, info, _ = place_objects([a, b], ["a", "b"])
+    assert info["a"]["cuts"] == [] and info["b"]["cuts"] == []
     gap = placed[1].position[0] - placed[0].position[0]
     assert 0.1 <= gap <= 0.102 and placed[0].position[1] == pytest.approx(0.0)
-    assert "'c' floats" in warnings[0]
 
 
 def test_column_parts_keep_a_bowl_open() -> None:
