@@ -163,7 +163,13 @@ def _summary(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     v = np.asarray(values, dtype=float)
-    return {"mean": float(v.mean()), "median": float(np.median(v)), "max": float(v.max()), "n": int(v.size)}
+    return {
+        "mean": float(v.mean()),
+        "median": float(np.median(v)),
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "n": int(v.size),
+    }
 
 
 def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
@@ -373,8 +379,11 @@ def _against_reference_masks(
     annotated: list[np.ndarray] | None, result: Any, objects: dict[str, Any]
 ) -> dict[str, Any]:
     """Where the frame marks its objects (ClearGrasp): per object how many marked objects its mask spans
-    (``spans``; 2 or more is a mask over two objects), and how many marked objects some mask covers at least
-    half of (``annotated_found`` of ``annotated``). Nothing when the frame marks none."""
+    (``spans``; 2 or more is a mask over two objects), how many marked objects some mask covers at least
+    half of (``annotated_found`` of ``annotated``), and per marked object the IoU with it of the masks and of
+    the scene's render from the photo's camera of the objects whose masks lie mostly on it
+    (``annotated_iou``: ``mask``, ``render``; 0 where none does). The render's IoU is ground truth the
+    pipeline never reads, for shape and pose together. Nothing when the frame marks none."""
     if not annotated:
         return {}
     masks = {
@@ -383,15 +392,31 @@ def _against_reference_masks(
         for n, g in result.geometries.items()
         if g.label == s.label
     }
+    index = result.renders.get("index")
+    rendered = list(result.fit.get("objects", {}))  # the render's object order
     found = 0
+    ious: list[dict[str, float]] = []
     for ref in annotated:
         size = int(ref.sum())
         found += any(int((m & ref).sum()) >= 0.5 * size for m in masks.values())
+        on_it = [n for n, m in masks.items() if int((m & ref).sum()) >= 0.5 * max(int(m.sum()), 1)]
+        mask = np.zeros_like(ref)
+        render = np.zeros_like(ref)
+        for n in on_it:
+            mask |= masks[n]
+            if index is not None and n in rendered:
+                render |= index == rendered.index(n)
+        ious.append({"mask": _iou(mask, ref), "render": _iou(render, ref)})
     for name, mask in masks.items():
         px = max(int(mask.sum()), 1)
         if name in objects:
             objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
-    return {"annotated": len(annotated), "annotated_found": found}
+    return {"annotated": len(annotated), "annotated_found": found, "annotated_iou": ious}
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = int((a | b).sum())
+    return round(int((a & b).sum()) / union, 4) if union else 0.0
 
 
 def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
@@ -544,6 +569,10 @@ def _summarise(
                 sum(r.get("annotated_found", 0) for r in real_frames),
                 sum(r.get("annotated", 0) for r in real_frames),
             ],
+            "annotated_iou": {
+                kind: _summary([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
+                for kind in ("mask", "render")
+            },
             "regions_vs_expected": {
                 r["frame"]: [r["regions"], r["expected_objects"]]
                 for r in real_frames
@@ -621,5 +650,13 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(
                 f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
                 f"{r['masks_merging']} masks over two or more ({r['objects_merged']} objects)"
+            )
+        if r.get("annotated_iou"):
+            ious = r["annotated_iou"]
+            lines.append(
+                f"{r['frame']:<34} annotated objects' IoU, masks: "
+                + " ".join(f"{i['mask']:.2f}" for i in ious)
+                + "; render: "
+                + " ".join(f"{i['render']:.2f}" for i in ious)
             )
     return "\n".join(lines)

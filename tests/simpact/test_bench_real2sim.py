@@ -154,6 +154,38 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     assert _summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
 
 
+def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
+    from simpact.bench.real2sim import _against_reference_masks, _summarise
+
+    ref = np.zeros((20, 30), bool)
+    ref[2:12, 2:12] = True  # one annotated object, 100 px
+    other = np.zeros_like(ref)
+    other[14:18, 20:28] = True  # one the segmentation missed
+    mask = np.zeros_like(ref)
+    mask[2:12, 2:10] = True  # 80 px of it
+    index = np.full(ref.shape, -1)
+    index[2:12, 2:14] = 1  # the render of the object on it, 20 px too wide (object order: the fit's)
+    index[14:18, 0:4] = 0  # an object elsewhere
+    result = SimpleNamespace(
+        perception=SimpleNamespace(segments=[SimpleNamespace(label="a", mask=mask)]),
+        geometries={"stray": SimpleNamespace(label="s"), "obj": SimpleNamespace(label="a")},
+        renders={"index": index},
+        fit={"objects": {"stray": {}, "obj": {}}},
+    )
+    objects: dict[str, dict[str, object]] = {"obj": {}}
+    got = _against_reference_masks([ref, other], result, objects)
+    assert got["annotated"] == 2 and got["annotated_found"] == 1 and objects["obj"]["spans"] == 1
+    assert got["annotated_iou"] == [
+        {"mask": 0.8, "render": round(100 / 120, 4)},
+        {"mask": 0.0, "render": 0.0},
+    ]
+    summary = _summarise([], [{"frame": "f", "objects": {}, "seconds": 1.0, **got}])[0]
+    assert summary["real"]["annotated_iou"]["render"]["min"] == 0.0
+    assert "render: 0.83 0.00" in format_table(
+        {"rendered": [], "real": [{"frame": "f", "objects": {}, **got}]}
+    )
+
+
 def test_an_interrupted_bench_keeps_the_frames_it_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
