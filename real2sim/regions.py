@@ -16,7 +16,7 @@ import numpy as np
 from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
-from real2sim.holes import fill_depth_holes
+from real2sim.holes import fill_depth_holes, fill_enclosed
 from real2sim.shape import outline_kind
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, ransac_plane
@@ -94,7 +94,8 @@ def find_clusters(
     ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``colour_split``, a
     region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
     ``fill_holes``, each region then takes the pixels without depth along its silhouette that have its colour
-    (:func:`real2sim.holes.fill_depth_holes`).
+    (:func:`real2sim.holes.fill_depth_holes`) and the holes it encloses that are not table
+    (:func:`real2sim.holes.fill_enclosed`).
     """
     import cv2
 
@@ -161,6 +162,7 @@ def find_clusters(
         for m, _ in kept:
             objects |= m
         grown = fill_depth_holes([m for m, _ in kept], frame.rgb, z, valid & ~objects, float(frame.K[0, 0]))
+        grown = fill_enclosed(grown, valid & ~candidate)  # not the table seen through a handle
         kept = [(g, top) for g, (_, top) in zip(grown, kept)]
     rng = np.random.default_rng(0)
     clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]

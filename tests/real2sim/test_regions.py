@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real2sim.holes import fill_depth_holes
+from real2sim.holes import fill_depth_holes, fill_enclosed
 
 
 def _scene() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -52,9 +52,24 @@ def test_masks_never_take_each_others_pixels() -> None:
     assert not (a & other).any() and not (b & mask).any()
 
 
+def test_what_a_mask_encloses_is_its_own_but_the_table_seen_through_it() -> None:
+    ring = np.zeros((40, 60), bool)
+    ring[5:35, 5:55] = True
+    ring[10:30, 10:25] = False  # a hole: print or a glint, no depth or a colour cut
+    ring[10:30, 35:50] = False  # a hole where the table shows through (a mug's handle)
+    table = np.zeros_like(ring)
+    table[10:30, 35:50] = True
+    other = np.zeros_like(ring)
+    other[12:16, 12:16] = True  # a small object of its own, seen inside the first one's outline
+    grown, kept = fill_enclosed([ring, other], table)
+    assert grown[10:30, 10:25].sum() == 20 * 15 - 16 and not grown[12:16, 12:16].any()
+    assert not grown[10:30, 35:50].any() and np.array_equal(kept, other)
+
+
 def test_real_frame_masks_cover_the_annotated_objects() -> None:
     """ClearGrasp's annotation (used here only to check): each object's best region covers it with an IoU of
-    at least 0.85 once the pixels without depth are given back (0.75-0.80 without), adding little outside."""
+    at least 0.89 once the pixels without depth along it are given back and the holes it encloses filled
+    (0.86-0.92 without the holes, 0.75-0.80 without either), adding little outside."""
     from real2sim.datasets import SharedDataMissing, read_any_frame, reference_masks, shared_data_dir
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
@@ -70,7 +85,7 @@ def test_real_frame_masks_cover_the_annotated_objects() -> None:
     for ref in refs:
         best = max(clusters, key=lambda c: int((c.mask & ref).sum()))
         iou = (best.mask & ref).sum() / (best.mask | ref).sum()
-        assert iou >= 0.85, iou
+        assert iou >= 0.89, iou
         assert (best.mask & ~ref).sum() <= 0.05 * ref.sum()
 
 
