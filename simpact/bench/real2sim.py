@@ -406,17 +406,12 @@ def _against_reference_masks(
             mask |= masks[n]
             if index is not None and n in rendered:
                 render |= index == rendered.index(n)
-        ious.append({"mask": _iou(mask, ref), "render": _iou(render, ref)})
+        ious.append({"mask": round(_iou(mask, ref), 4), "render": round(_iou(render, ref), 4)})
     for name, mask in masks.items():
         px = max(int(mask.sum()), 1)
         if name in objects:
             objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
     return {"annotated": len(annotated), "annotated_found": found, "annotated_iou": ious}
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    union = int((a | b).sum())
-    return round(int((a & b).sum()) / union, 4) if union else 0.0
 
 
 def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
