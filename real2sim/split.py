@@ -23,11 +23,18 @@ region's points are linked within a few pixels' width in 3D (Euclidean cluster e
 every cluster that is large (``min_gap_area_m2``), rests on the table and stands ``min_gap_height_m`` tall is
 an object (a fold of a cloth is none, however its points part); the other points go to the nearest such
 cluster in 3D, pixels without depth to the nearest in the image.
+
+:func:`split_at_corner` last takes apart two slabs that meet in an L (two walls at a corner, rails): a region
+whose top view fills at most ``corner_max_fill`` of its minimum-area rectangle is cut along a line parallel
+to one of the rectangle's sides, at the place where both sides come out as long (``corner_min_aspect``),
+well-filled (``corner_min_fill``) rectangles that each rest on the table. One L-shaped object (a bracket)
+comes out as its two arms; a drill's handle is too short to be an arm, a banana's halves too curved.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,7 +43,15 @@ from scipy.ndimage import distance_transform_edt
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-__all__ = ["SplitContext", "SplitParams", "make_context", "split_by_colour", "split_by_gap", "split_regions"]
+__all__ = [
+    "SplitContext",
+    "SplitParams",
+    "make_context",
+    "split_at_corner",
+    "split_by_colour",
+    "split_by_gap",
+    "split_regions",
+]
 
 
 @dataclasses.dataclass
@@ -95,6 +110,14 @@ class SplitParams:
     """Smallest cluster (m^2, face on) that is an object of its own."""
     min_gap_height_m: float = 0.05
     """Lowest top (m above the table) of a cluster that is an object of its own."""
+    corner_cell_m: float = 0.005
+    """Cell (m) of the top-view occupancy grid of :func:`split_at_corner`."""
+    corner_max_fill: float = 0.5
+    """A region whose top view fills more of its minimum-area rectangle than this is not an L."""
+    corner_min_fill: float = 0.85
+    """Each arm of an L fills at least this share of its own minimum-area rectangle."""
+    corner_min_aspect: float = 3.0
+    """Each arm of an L is at least this many times longer than it is wide."""
 
 
 def make_context(
@@ -126,13 +149,14 @@ def split_regions(
     regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = SplitParams()
 ) -> list[tuple[np.ndarray, float]]:
     """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`, then
-    :func:`split_by_gap`); a part's top is its 98th percentile height."""
+    :func:`split_by_gap`, then :func:`split_at_corner`); a part's top is its 98th percentile height."""
     out = []
     for mask, top in regions:
         parts = [
-            gapped
+            arm
             for part in split_by_colour(mask, ctx, params)
             for gapped in split_by_gap(part, ctx, params)
+            for arm in split_at_corner(gapped, ctx, params)
         ]
         if len(parts) == 1:
             out.append((mask, top))
@@ -190,6 +214,65 @@ def split_by_gap(
     owner[measured] = 1 + np.searchsorted(standing, cluster[seeds][nearest])
     owner = _nearest_seed(owner, mask)  # pixels without depth: the nearest in the image
     return [owner == 1 + i for i in range(len(standing))]
+
+
+def split_at_corner(
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+) -> list[np.ndarray]:
+    """The two arms of a region ``mask`` (H, W) whose top view is an L (see the module docstring), or the
+    region itself; every pixel of the region is in exactly one returned mask."""
+    measured = mask & ctx.valid
+    if int(measured.sum()) < 2 * params.min_pixels:
+        return [mask]
+    heights = ctx.height[measured]
+    feet = _plan_view(ctx.points[measured] - heights[:, None] * ctx.up, ctx.up)
+    cell = params.corner_cell_m
+    cells = np.unique(np.floor(feet / cell), axis=0) * cell  # the occupied cells of the top view
+    fill, _, rect = _rectangle(cells, cell)
+    if fill > params.corner_max_fill:
+        return [mask]
+    turn = np.radians(rect[2])
+    R = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])  # rows @ R: along its sides
+    uv = cells @ R
+    best: tuple[float, int, float] | None = None  # the lesser fill of the two arms, the axis and the cut
+    least = max(2, params.min_pixels // 10)
+    for axis in (0, 1):
+        for cut in np.arange(uv[:, axis].min(), uv[:, axis].max(), cell)[1:]:  # between every two cells
+            first = uv[:, axis] < cut
+            if min(int(first.sum()), int((~first).sum())) < least:
+                continue
+            arms = [_rectangle(cells[side], cell) for side in (first, ~first)]
+            score = min(f for f, _, _ in arms)
+            if min(a for _, a, _ in arms) >= params.corner_min_aspect and (best is None or score > best[0]):
+                best = (score, axis, float(cut))
+    if best is None or best[0] < params.corner_min_fill:
+        return [mask]
+    first = (np.floor(feet / cell) * cell @ R)[:, best[1]] < best[2]
+    if max(float(np.percentile(heights[side], 2)) for side in (first, ~first)) > ctx.touch_m:
+        return [mask]  # an arm held up off the table (a drill's body over its handle) is no slab
+    owner = np.zeros(mask.shape, np.int32)
+    owner[measured] = np.where(first, 1, 2)
+    owner = _nearest_seed(owner, mask)  # pixels without depth: the nearest in the image
+    return [owner == 1, owner == 2]
+
+
+def _plan_view(points: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """(N, 2) coordinates (m) of ``points`` (N, 3) in a plane perpendicular to the unit vector ``up``."""
+    ref = np.array([1.0, 0.0, 0.0]) if abs(up[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    e1 = np.cross(up, ref)
+    e1 /= np.linalg.norm(e1)
+    return np.column_stack([points @ e1, points @ np.cross(up, e1)])
+
+
+def _rectangle(cells: np.ndarray, cell_m: float) -> tuple[float, float, tuple[Any, ...]]:
+    """How much of their minimum-area rectangle the occupied top-view ``cells`` (M, 2; corners, m, each
+    ``cell_m`` wide) fill, that rectangle's length over its width, and the rectangle (OpenCV's ((cx, cy),
+    (w, h), degrees))."""
+    import cv2
+
+    rect = cv2.minAreaRect(cells.astype(np.float32))
+    w, h = rect[1][0] + cell_m, rect[1][1] + cell_m
+    return len(cells) * cell_m**2 / (w * h), max(w, h) / min(w, h), rect
 
 
 def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight: float) -> list[np.ndarray]:

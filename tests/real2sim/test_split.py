@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.ndimage import binary_fill_holes
 
-from real2sim.split import SplitContext, make_context, split_by_colour, split_by_gap
+from real2sim.split import SplitContext, make_context, split_at_corner, split_by_colour, split_by_gap
 
 
 def _two_faces(
@@ -136,6 +136,64 @@ def test_a_part_that_does_not_reach_the_table_goes_to_the_object_under_it() -> N
     assert (nearest[:30, 16:] == 1).any()  # the image alone gives part of the lid to the brick
     owner = _rest_on_seeds(nearest, seeds, region, ctx, (slice(0, h), slice(0, w)))
     assert (owner[:30, 16:] == 2).all() and (owner[:, :16] == 1).all()
+
+
+def _seen_from_above(
+    arms: list[tuple[slice, slice]], lifted: int | None = None
+) -> tuple[SplitContext, list[np.ndarray]]:
+    """Slabs 4 cm tall standing on a table 1 m below a camera looking straight down (focal 500 px: 2 mm a
+    pixel), one per ``(rows, columns)`` of ``arms``, their tops sloping to the table across their width (so
+    their lowest points touch it); the arm ``lifted`` floats 5 cm higher. Returns the context and the arms'
+    masks."""
+    h = w = 260
+    height = np.zeros((h, w))
+    masks = []
+    for k, (rows, cols) in enumerate(arms):
+        m = np.zeros((h, w), bool)
+        m[rows, cols] = True
+        masks.append(m)
+        r, c = np.mgrid[0:h, 0:w]
+        across = (
+            (c - cols.start) / (cols.stop - cols.start)
+            if rows.stop - rows.start > cols.stop - cols.start
+            else (r - rows.start) / (rows.stop - rows.start)
+        )
+        ramp = 0.04 * np.clip(across, 0.0, 1.0) + (0.05 if k == lifted else 0.0)
+        height = np.where(m, np.maximum(height, ramp), height)
+    z = 1.0 - height
+    rgb = np.full((h, w, 3), 120, np.uint8)
+    ctx = make_context(
+        rgb,
+        _points(z, 500.0),
+        np.ones((h, w), bool),
+        height,
+        np.zeros((h, w), bool),
+        500.0,
+        np.array([0.0, 0.0, -1.0]),
+    )
+    return ctx, masks
+
+
+L_ARMS = [(slice(20, 220), slice(20, 40)), (slice(200, 220), slice(40, 220))]
+
+
+def test_two_walls_meeting_in_an_l_are_two_objects() -> None:
+    ctx, (first, second) = _seen_from_above(L_ARMS)
+    parts = split_at_corner(first | second, ctx)
+    assert len(parts) == 2 and not (parts[0] & parts[1]).any() and _same(parts[0] | parts[1], first | second)
+    # Each part is one arm; the corner square goes to one of them.
+    arms = sorted(parts, key=lambda p: int(np.argwhere(p)[:, 1].mean()))
+    assert arms[0][20:200, 20:40].all() and not arms[0][:, 45:].any()
+    assert arms[1][200:220, 45:220].all() and not arms[1][:195].any()
+
+
+def test_a_slab_a_short_stub_or_an_arm_held_up_is_one_object() -> None:
+    ctx, masks = _seen_from_above([(slice(20, 220), slice(20, 220))])
+    assert len(split_at_corner(masks[0], ctx)) == 1  # a square slab fills its rectangle
+    ctx, masks = _seen_from_above([L_ARMS[0], (slice(200, 220), slice(40, 70))])
+    assert len(split_at_corner(masks[0] | masks[1], ctx)) == 1  # a 6 cm stub is no arm (a drill's handle)
+    ctx, masks = _seen_from_above(L_ARMS, lifted=1)
+    assert len(split_at_corner(masks[0] | masks[1], ctx)) == 1  # held up off the table, not a slab on it
 
 
 def _holders(relpath: str) -> list[list[int]]:
