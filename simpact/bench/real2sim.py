@@ -226,14 +226,23 @@ def _instance_group(name: str) -> str:
     return re.sub(r"[_ ]?\d+$", "", name)
 
 
+def _look(obj: Any) -> tuple[Any, ...]:
+    """What a photo shows of a scene object: its shape, sorted size (mm) and colour."""
+    size = tuple(np.round(np.sort(np.asarray(obj.size, dtype=float)) * 1000).astype(int).tolist())
+    return (obj.shape, size, tuple(np.round(obj.rgba, 3)))
+
+
 def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str, str]:
-    """Truth name → estimated object name. Numbered copies of one object (``bean_00`` ... ``bean_19``) look
-    alike, so their estimates are paired with the true copies by nearest centres (Hungarian assignment);
+    """Truth name → estimated object name. Objects that look alike, numbered copies of one object (``bean_00``
+    ... ``bean_19``) or objects of one shape, size and colour (two walls), cannot be told apart by their
+    names in a photo, so their estimates are paired with them by nearest centres (Hungarian assignment);
     every other object is its own estimate."""
     out = {n: n for n in names if n in result.geometries}
-    groups: dict[str, list[str]] = {}
+    groups: dict[Any, list[str]] = {}
     for n in names:
-        groups.setdefault(_instance_group(n), []).append(n)
+        look = _look(scene.object(n))
+        key = _instance_group(n) if _instance_group(n) != n else look
+        groups.setdefault(key, []).append(n)
     for members in groups.values():
         if len(members) < 2:
             continue

@@ -154,6 +154,26 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     assert _summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
 
 
+def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -> None:
+    from simpact.bench.real2sim import _match_instances
+    from simpact.core.scene import SceneObject
+
+    truth = {
+        "back_wall": SceneObject("back_wall", "box", (0.04, 0.44, 0.04), (0.76, 0.02, 0.02)),
+        "side_wall": SceneObject("side_wall", "box", (0.44, 0.04, 0.04), (0.56, 0.22, 0.02)),
+        "box": SceneObject("box", "box", (0.04, 0.44, 0.04), (0.5, 0.0, 0.02), rgba=(1.0, 0.0, 0.0, 1.0)),
+    }
+    scene = SimpleNamespace(object=truth.__getitem__)
+    # The plain labels went the other way round: "back_wall" was given the side wall's region.
+    estimates = {
+        "back_wall": SimpleNamespace(position=np.array([0.56, 0.22, 0.02])),
+        "side_wall": SimpleNamespace(position=np.array([0.76, 0.02, 0.02])),
+        "box": SimpleNamespace(position=np.array([0.76, 0.02, 0.02])),  # same size, another colour
+    }
+    got = _match_instances(list(truth), SimpleNamespace(geometries=estimates), scene)
+    assert got == {"back_wall": "side_wall", "side_wall": "back_wall", "box": "box"}
+
+
 def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
     from simpact.bench.real2sim import _against_reference_masks, _summarise
 
