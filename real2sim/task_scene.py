@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import read_any_frame
 from real2sim.pipeline import Real2SimError, run_real2sim
 from simpact.core.errors import SimpactError
-from simpact.core.rotations import quat_to_matrix
+from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 from simpact.core.scene import Scene, SceneObject
 from simpact.tasks import Task
 from simpact.vlm import VLM
@@ -92,6 +93,10 @@ def task_scene_from_frame(
             )
     nominal = task.nominal_scene
     found = {o.name: o for o in result.scene.objects}
+    source = {n: n for n in found}  # task name -> the real2sim object that is it
+    if result.frame_info.get("world_frame") == "T_base_cam":
+        source = _look_alikes_by_place(found, nominal)
+        found = {n: replace(found[m], name=n) for n, m in source.items()}
     missing = [o.name for o in nominal.objects if o.collides and not o.fixed and o.name not in found]
     if missing:
         raise Real2SimError(
@@ -101,7 +106,9 @@ def task_scene_from_frame(
     objects = []
     for o in nominal.objects:
         if o.name in found:
-            obj = _unseen_physics(replace(found[o.name], fixed=o.fixed), o, result.parameters.get(o.name))
+            obj = _unseen_physics(
+                replace(found[o.name], fixed=o.fixed), o, result.parameters.get(source[o.name])
+            )
             objects.append(_in_task_shape(obj, o))
         elif not o.collides or o.fixed:
             objects.append(o)  # markers and fixtures come from the task config
@@ -111,6 +118,25 @@ def task_scene_from_frame(
     warnings = fit_warnings_for(result.fit, [o.name for o in objects])
     kept = {f.name: getattr(scene, f.name) for f in fields(Scene)}
     return FrameScene(**kept, real2sim_warnings=tuple(warnings))
+
+
+def _look_alikes_by_place(found: Mapping[str, SceneObject], nominal: Scene) -> dict[str, str]:
+    """Task object name → the name of the found object that is it. Task objects of one shape, size and colour
+    (two walls) are told apart by where the task puts them, in a calibrated frame: each takes the found one
+    nearest its place (Hungarian assignment over the distances, m); plain labels matched them by chance."""
+    out = {n: n for n in found}
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for o in nominal.objects:
+        if o.name in found:
+            groups.setdefault(o.look, []).append(o.name)
+    for names in groups.values():
+        if len(names) < 2:
+            continue
+        place = np.array([nominal.object(n).position for n in names], dtype=float)
+        seen = np.array([found[n].position for n in names], dtype=float)
+        rows, cols = linear_sum_assignment(np.linalg.norm(place[:, None] - seen[None], axis=2))
+        out.update({names[r]: names[c] for r, c in zip(rows, cols)})
+    return out
 
 
 #: Sources of a physical parameter (:attr:`real2sim.types.PhysicalParameters.sources`) that come from
@@ -128,6 +154,24 @@ def _unseen_physics(obj: SceneObject, task_obj: SceneObject, params: Any) -> Sce
     return replace(obj, mass=mass, friction=friction)
 
 
+def _quarter_turned_like(obj: SceneObject, task_obj: SceneObject) -> SceneObject:
+    """The box ``obj`` with its frame turned about its z by the quarter turn (its x and y sizes swapped for an
+    odd one) that brings it nearest the task object's orientation: a box's edges name its axes only up to
+    quarter turns, and a task's goals read them (``back_wall.sx``: the wall's thickness along x)."""
+    R, R_task = quat_to_matrix(np.asarray(obj.quaternion)), quat_to_matrix(np.asarray(task_obj.quaternion))
+    turns = [
+        np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]) for c, s in ((1, 0), (0, 1), (-1, 0), (0, -1))
+    ]
+    k = int(np.argmax([np.trace(R_task.T @ R @ turn) for turn in turns]))  # the smallest rotation between
+    if k == 0:
+        return obj
+    size = tuple(float(v) for v in obj.size)
+    if k % 2:
+        size = (size[1], size[0], *size[2:])
+    w, x, y, z = (float(v) for v in matrix_to_quat(R @ turns[k]))
+    return replace(obj, quaternion=(w, x, y, z), size=size)
+
+
 def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:
     """``obj`` (a reconstructed mesh object: origin at its box centre, ``size`` = box extent) as the task
     object's primitive, with the measured pose and dimensions: box → the extent; cylinder and sphere → radius
@@ -142,7 +186,7 @@ def _in_task_shape(obj: SceneObject, task_obj: SceneObject) -> SceneObject:
         return obj
     radius = float(extent[:2].mean() / 2)
     if task_obj.shape == "box":
-        return replace(obj, shape="box", mesh=None, convex_decomposition=None)
+        return replace(_quarter_turned_like(obj, task_obj), shape="box", mesh=None, convex_decomposition=None)
     if task_obj.shape == "cylinder":
         return replace(
             obj, shape="cylinder", size=(radius, float(extent[2])), mesh=None, convex_decomposition=None

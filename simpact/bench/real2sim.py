@@ -226,12 +226,6 @@ def _instance_group(name: str) -> str:
     return re.sub(r"[_ ]?\d+$", "", name)
 
 
-def _look(obj: Any) -> tuple[Any, ...]:
-    """What a photo shows of a scene object: its shape, sorted size (mm) and colour."""
-    size = tuple(np.round(np.sort(np.asarray(obj.size, dtype=float)) * 1000).astype(int).tolist())
-    return (obj.shape, size, tuple(np.round(obj.rgba, 3)))
-
-
 def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str, str]:
     """Truth name → estimated object name. Objects that look alike, numbered copies of one object (``bean_00``
     ... ``bean_19``) or objects of one shape, size and colour (two walls), cannot be told apart by their
@@ -240,8 +234,7 @@ def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str,
     out = {n: n for n in names if n in result.geometries}
     groups: dict[Any, list[str]] = {}
     for n in names:
-        look = _look(scene.object(n))
-        key = _instance_group(n) if _instance_group(n) != n else look
+        key = _instance_group(n) if _instance_group(n) != n else scene.object(n).look
         groups.setdefault(key, []).append(n)
     for members in groups.values():
         if len(members) < 2:

@@ -181,6 +181,13 @@ class SceneObject:
     def moved(self, **changes: Any) -> SceneObject:
         return replace(self, **changes)
 
+    @property
+    def look(self) -> tuple[Any, ...]:
+        """What a photo shows of it (shape, sorted size in mm, colour): objects alike in it (two walls) cannot
+        be told apart by their names."""
+        size = tuple(np.round(np.sort(np.asarray(self.size, dtype=float)) * 1000).astype(int).tolist())
+        return (self.shape, size, tuple(round(float(v), 3) for v in self.rgba))
+
 
 ROBOT_TOOLS = ("squeeze_plates",)
 """Tools a task may fit to the hand (``robot: {tool: ...}``): ``squeeze_plates``, a flat plate on each

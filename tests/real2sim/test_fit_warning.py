@@ -34,7 +34,9 @@ def _frame_scene(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FrameScene:
     task = load_task(TASK)
 
     def fake_real2sim(frame: Any, **_: Any) -> Any:
-        return types.SimpleNamespace(scene=task.nominal_scene, fit=FIT, parameters={})
+        return types.SimpleNamespace(
+            scene=task.nominal_scene, fit=FIT, parameters={}, frame_info={"world_frame": "T_base_cam"}
+        )
 
     monkeypatch.setattr(task_scene, "read_any_frame", lambda path: object())
     monkeypatch.setattr(task_scene, "run_real2sim", fake_real2sim)

@@ -391,6 +391,31 @@ def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
     )
 
 
+def test_a_box_turned_a_quarter_is_named_in_the_task_box_axes() -> None:
+    from real2sim.task_scene import _in_task_shape
+
+    quarter = (np.cos(np.pi / 4), 0.0, 0.0, np.sin(np.pi / 4))
+    measured = SceneObject("back_wall", "mesh", (0.44, 0.04, 0.04), (0.76, 0.02, 0.02), quarter, mesh="w.obj")
+    task_wall = SceneObject("back_wall", "box", (0.04, 0.44, 0.04), (0.76, 0.02, 0.02))
+    wall = _in_task_shape(measured, task_wall)
+    assert wall.shape == "box" and wall.size == pytest.approx((0.04, 0.44, 0.04))
+    assert abs(wall.quaternion[0]) == pytest.approx(1.0) and wall.position == measured.position
+
+
+def test_plan_frame_tells_two_like_walls_apart_by_where_the_task_puts_them(tmp_path: Path) -> None:
+    from real2sim.task_scene import task_scene_from_frame
+
+    task = load_task("box_to_corner")
+    assert main(["render", "box_to_corner", "--out", str(tmp_path / "frame")]) == 0
+    scene = task_scene_from_frame(task, tmp_path / "frame", tmp_path / "plan")
+    for name in ("back_wall", "side_wall"):
+        truth, got = task.nominal_scene.object(name), scene.object(name)
+        assert np.linalg.norm(np.subtract(got.position, truth.position)[:2]) < 0.025, name
+        assert got.size[:2] == pytest.approx(truth.size[:2], abs=0.05), (
+            name
+        )  # a wall's thickness along x or y
+
+
 def test_the_table_reaches_past_every_object() -> None:
     near = SceneObject("near", "box", (0.1, 0.1, 0.2), (0.5, 0.0, 0.1))
     assert covering_table_size((near,)) == (1.4, 1.4)  # the default table: 0.6 m to spare
