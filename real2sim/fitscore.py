@@ -28,8 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from simpact.core.rotations import quat_to_matrix
-
 __all__ = [
     "GOOD",
     "OCCLUSION_M",
@@ -190,13 +188,8 @@ def score_geometries(
     """:func:`fit_scores` of posed :class:`~real2sim.types.ObjectGeometry` objects (name → geometry; their
     meshes in the object frame) against the masks by object name."""
 
-    names = list(geometries)
-    meshes = []
-    for g in geometries.values():
-        R = quat_to_matrix(g.quaternion)
-        verts = np.asarray(g.mesh.vertices, dtype=np.float64) @ R.T + np.asarray(g.position, dtype=np.float64)
-        meshes.append((verts, np.asarray(g.mesh.faces)))
-    return fit_scores(names, meshes, masks, depth_m, T_world_cam, K, table)
+    meshes = [(g.world_vertices(), np.asarray(g.mesh.faces)) for g in geometries.values()]
+    return fit_scores(list(geometries), meshes, masks, depth_m, T_world_cam, K, table)
 
 
 def fit_warnings(scores: Mapping[str, Any]) -> list[str]:

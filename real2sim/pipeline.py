@@ -192,11 +192,6 @@ class Real2SimResult:
 # --- geometry helpers -----------------------------------------------------------------------------------
 
 
-def world_vertices(g: ObjectGeometry) -> np.ndarray:
-    """The posed mesh's vertices in the world frame (m)."""
-    return np.asarray(g.mesh.vertices) @ quat_to_matrix(g.quaternion).T + np.asarray(g.position, dtype=float)
-
-
 def _moved(g: ObjectGeometry, shift: np.ndarray) -> ObjectGeometry:
     return dataclasses.replace(
         g,
@@ -245,7 +240,7 @@ def place_objects(
     info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "cuts": [], "push_m": [0.0, 0.0]} for n in names}
     warnings: list[str] = []
     for i, (g, name) in enumerate(zip(out, names)):
-        low = float(world_vertices(g)[:, 2].min()) - table_z
+        low = float(g.world_vertices()[:, 2].min()) - table_z
         if abs(low) <= REST_TOLERANCE_M or low < 0:
             out[i] = _moved(g, np.array([0.0, 0.0, -low]))
             info[name]["lift_m"] = round(-low, 6)
@@ -724,7 +719,7 @@ def _overlays(
             points = np.concatenate([points, pts])
             colours = np.concatenate([colours, np.tile(np.array([[255, 0, 255]], np.uint8), (len(pts), 1))])
         else:
-            meshes.append((n, world_vertices(g), np.asarray(g.mesh.faces)))
+            meshes.append((n, g.world_vertices(), np.asarray(g.mesh.faces)))
     save_png(cloud_mesh_overlay(frame.rgb, points, colours, meshes, T_world_cam, frame.K), out / "meshes.png")
     files["meshes.png"] = "meshes.png"
     if config.render and result.renders:

@@ -32,6 +32,7 @@ import numpy as np
 import trimesh
 from scipy.optimize import minimize
 
+from real2sim.types import ObjectGeometry
 from simpact.core.rotations import quat_to_matrix
 
 __all__ = [
@@ -137,7 +138,9 @@ def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray, hidden_m: floa
     return cost
 
 
-def mesh_cost(geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> float | None:
+def mesh_cost(
+    geometry: ObjectGeometry, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray
+) -> float | None:
     """:func:`pixel_cost` per pixel (m) of the posed mesh of ``geometry`` (world frame) over the pixels around
     ``own_mask``: how badly it explains the depth there; None for a tiny mask."""
     import open3d
@@ -147,8 +150,7 @@ def mesh_cost(geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.n
         return None
     origin, dirs, depth, own = px
     o3d: Any = open3d
-    R = quat_to_matrix(geometry.quaternion)
-    verts = np.asarray(geometry.mesh.vertices, dtype=np.float64) @ R.T + np.asarray(geometry.position)
+    verts = geometry.world_vertices()
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(
         o3d.core.Tensor(verts.astype(np.float32)),

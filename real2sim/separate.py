@@ -99,10 +99,6 @@ def _manifold(vertices: np.ndarray, faces: np.ndarray) -> Any:
     )
 
 
-def _world(g: ObjectGeometry) -> np.ndarray:
-    return np.asarray(g.mesh.vertices) @ quat_to_matrix(g.quaternion).T + np.asarray(g.position, dtype=float)
-
-
 def _cut(g: ObjectGeometry, normal: np.ndarray, offset: float) -> ObjectGeometry | None:
     """``g`` with the part of its mesh on the far side of ``normal · x = offset`` (world, m) removed, its mesh
     re-centred on its bounding box; None when the cut would leave less than :data:`MIN_KEEP` of it."""
@@ -123,7 +119,7 @@ def _cut(g: ObjectGeometry, normal: np.ndarray, offset: float) -> ObjectGeometry
 
 
 def _overlap_m3(a: ObjectGeometry, b: ObjectGeometry) -> float:
-    va, vb = _world(a), _world(b)
+    va, vb = a.world_vertices(), b.world_vertices()
     if np.any(va.max(axis=0) < vb.min(axis=0)) or np.any(vb.max(axis=0) < va.min(axis=0)):
         return 0.0
     both = _manifold(va, a.mesh.faces) ^ _manifold(vb, b.mesh.faces)

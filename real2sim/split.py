@@ -227,7 +227,8 @@ def split_at_corner(
     heights = ctx.height[measured]
     feet = _plan_view(ctx.points[measured] - heights[:, None] * ctx.up, ctx.up)
     cell = params.corner_cell_m
-    cells = np.unique(np.floor(feet / cell), axis=0) * cell  # the occupied cells of the top view
+    corner = np.floor(feet / cell) * cell  # each point's top-view cell (its corner, m)
+    cells = np.unique(corner, axis=0)  # the occupied cells
     fill, _, rect = _rectangle(cells, cell)
     if fill > params.corner_max_fill:
         return [mask]
@@ -247,7 +248,7 @@ def split_at_corner(
                 best = (score, axis, float(cut))
     if best is None or best[0] < params.corner_min_fill:
         return [mask]
-    first = (np.floor(feet / cell) * cell @ R)[:, best[1]] < best[2]
+    first = (corner @ R)[:, best[1]] < best[2]
     if max(float(np.percentile(heights[side], 2)) for side in (first, ~first)) > ctx.touch_m:
         return [mask]  # an arm held up off the table (a drill's body over its handle) is no slab
     owner = np.zeros(mask.shape, np.int32)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from simpact.core.errors import SimpactError
+from simpact.core.rotations import quat_to_matrix
 from simpact.core.vocab import PARAMETER_SOURCES  # noqa: F401  (named in the docstrings below)
 
 __all__ = ["ObjectGeometry", "PhysicalParameters", "Real2SimError", "Segment", "TablePlane", "label_words"]
@@ -78,6 +79,13 @@ class ObjectGeometry:
     """RMS distance of the observed points to the posed mesh surface (m)."""
     shape_source: str = "geometric"
     pose_source: str = "icp"
+
+    def world_vertices(self) -> np.ndarray:
+        """The posed mesh's vertices (N, 3) in the world frame (m)."""
+        R = quat_to_matrix(self.quaternion)
+        return np.asarray(self.mesh.vertices, dtype=np.float64) @ R.T + np.asarray(
+            self.position, dtype=np.float64
+        )
 
 
 @dataclasses.dataclass

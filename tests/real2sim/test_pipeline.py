@@ -22,7 +22,6 @@ from real2sim.pipeline import (
     load_scene,
     place_objects,
     run_real2sim,
-    world_vertices,
 )
 from real2sim.scene_files import TABLE_MARGIN_M, covering_table_size
 from real2sim.separate import GAP_M
@@ -166,15 +165,15 @@ def test_placement_sets_objects_down_and_cuts_overlaps_apart() -> None:
     b = _box("b", (0.1, 0.1, 0.1), (0.58, 0.0, 0.045))  # 5 mm into the table, 2 cm into a
     c = _box("c", (0.05, 0.05, 0.05), (0.2, 0.3, 0.2))  # held up high
     placed, info, warnings = place_objects([a, b, c], ["a", "b", "c"])
-    lows = [world_vertices(g)[:, 2].min() for g in placed]
+    lows = [g.world_vertices()[:, 2].min() for g in placed]
     assert lows[0] == pytest.approx(0.0, abs=1e-6) and lows[1] == pytest.approx(0.0, abs=1e-6)
     assert lows[2] == pytest.approx(0.175)
     assert info["a"]["lift_m"] == pytest.approx(-0.012) and info["b"]["lift_m"] == pytest.approx(0.005)
     # Each box keeps its own side of the plane midway between what was seen of them (their centres here; the
     # plane's normal is searched over directions about half a degree apart, so a face's corners may stand
     # 0.5 mm off x = 0.54).
-    assert world_vertices(placed[0])[:, 0].max() == pytest.approx(0.54 - GAP_M / 2, abs=5e-4)
-    assert world_vertices(placed[1])[:, 0].min() == pytest.approx(0.54 + GAP_M / 2, abs=5e-4)
+    assert placed[0].world_vertices()[:, 0].max() == pytest.approx(0.54 - GAP_M / 2, abs=5e-4)
+    assert placed[1].world_vertices()[:, 0].min() == pytest.approx(0.54 + GAP_M / 2, abs=5e-4)
     assert info["a"]["push_m"] == [0.0, 0.0] and info["b"]["push_m"] == [0.0, 0.0]
     assert [cut["with"] for cut in info["a"]["cuts"]] == ["b"] and info["c"]["cuts"] == []
     assert info["a"]["cuts"][0]["removed_cm3"] == pytest.approx(1e6 * 0.0102 * 0.1 * 0.1, rel=0.01)
@@ -350,7 +349,7 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
     bowl = next(o for o in raw["objects"] if o["name"] == "red_bowl")
     assert bowl["concave"] and bowl["convex_parts"] >= 8  # an open bowl, not its hull
     for name, g in result.geometries.items():
-        assert world_vertices(g)[:, 2].min() == pytest.approx(0.0, abs=1e-6), name
+        assert g.world_vertices()[:, 2].min() == pytest.approx(0.0, abs=1e-6), name
         assert abs(result.placement[name]["lift_m"]) < 0.02, name  # perception already had it on the table
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()
     for name, motion in result.settle.motion.items():

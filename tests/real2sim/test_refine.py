@@ -20,6 +20,7 @@ from real2sim.refine import (
     refine_cylinder,
     refine_hull,
 )
+from real2sim.types import ObjectGeometry
 
 K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
 H, W = 240, 320
@@ -166,8 +167,9 @@ def test_mesh_cost_prefers_the_shape_that_was_seen() -> None:
     centred = can.copy()
     centred.apply_translation((0.0, 0.0, -0.033))
 
-    def posed(mesh: trimesh.Trimesh) -> types.SimpleNamespace:
-        return types.SimpleNamespace(mesh=mesh, position=np.array([0.0, 0.0, 0.033]), quaternion=np.eye(4)[0])
+    def posed(mesh: trimesh.Trimesh) -> ObjectGeometry:
+        position = np.array([0.0, 0.0, 0.033])
+        return ObjectGeometry("can", mesh, position, np.eye(4)[0], np.asarray(mesh.extents), position[None])
 
     right = mesh_cost(posed(centred), frame, T_WORLD_CAM, mask)
     box = mesh_cost(posed(trimesh.creation.box(centred.extents)), frame, T_WORLD_CAM, mask)

@@ -52,15 +52,21 @@ def test_can_and_bowl_are_surfaces_of_revolution() -> None:
     assert np.allclose(shape.mesh.extents, [0.15, 0.15, 0.05], atol=0.006)
 
 
-def test_icp_recovers_position_and_yaw_from_a_rough_start() -> None:
+def _turned_box() -> tuple[trimesh.Trimesh, np.ndarray, np.ndarray, np.ndarray]:
+    """A cracker-box-sized box, its true pose (turned 0.3 rad), the points the camera sees of it, and a rough
+    start (0.1 rad and 1.4 cm off)."""
     box = trimesh.creation.box([0.06, 0.16, 0.21])
     truth = trimesh.transformations.rotation_matrix(0.3, [0, 0, 1])
     truth[:3, 3] = [0.6, 0.0, 0.105]
     posed = box.copy()
     posed.apply_transform(truth)
-    pts = visible_points(posed, EYE)
     start = trimesh.transformations.rotation_matrix(0.2, [0, 0, 1])
     start[:3, 3] = [0.61, 0.01, 0.105]
+    return box, truth, visible_points(posed, EYE), start
+
+
+def test_icp_recovers_position_and_yaw_from_a_rough_start() -> None:
+    box, truth, pts, start = _turned_box()
     est = estimate_pose(box, pts, init=start, symmetry="box")
     assert np.linalg.norm(est.T_world_obj[:3, 3] - truth[:3, 3]) < 0.003
     assert est.rmse_m < 1e-3 and surface_rmse(box, truth, pts) < 1e-4
@@ -70,14 +76,8 @@ def test_icp_recovers_position_and_yaw_from_a_rough_start() -> None:
 
 def test_icp_gives_the_same_pose_to_the_bit_every_time() -> None:
     """Open3D's registration reduces in parallel threads in no fixed order; on one thread it repeats."""
-    box = trimesh.creation.box([0.06, 0.16, 0.21])
-    truth = trimesh.transformations.rotation_matrix(0.3, [0, 0, 1])
-    truth[:3, 3] = [0.6, 0.0, 0.105]
-    posed = box.copy()
-    posed.apply_transform(truth)
-    pts = visible_points(posed, EYE) + np.random.default_rng(1).normal(0.0, 0.002, (3000, 3))  # sensor noise
-    start = trimesh.transformations.rotation_matrix(0.2, [0, 0, 1])
-    start[:3, 3] = [0.61, 0.01, 0.105]
+    box, _, seen, start = _turned_box()
+    pts = seen + np.random.default_rng(1).normal(0.0, 0.002, seen.shape)  # sensor noise
     poses = {estimate_pose(box, pts, init=start, symmetry="box").T_world_obj.tobytes() for _ in range(6)}
     assert len(poses) == 1
 
