@@ -166,7 +166,8 @@ class _Fitting:
 
 def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> ObjectGeometry:
     """The object of ``seg`` reconstructed from its points (world, m): with the geometric back-end and a
-    label that names no shape, each of :data:`CANDIDATE_KINDS` is fitted and the one that explains the depth
+    label that names no shape, each of :data:`CANDIDATE_KINDS` (and ``upright``, the standing solid, when the
+    solid of revolution came out lying) is fitted and the one that explains the depth
     around the mask best (:func:`real2sim.refine.mesh_cost`, no ground truth; by :data:`SELECT_MARGIN` over
     the outline's choice) is kept; else the label's (or, for an object smaller than
     :data:`MIN_REFINE_SIZE_M`, the back-end's own choice)."""
@@ -177,12 +178,15 @@ def _best_reconstruction(fit: _Fitting, seg: Segment, pts: np.ndarray) -> Object
     default = "revolution" if outline_kind(pts) == "round" else "box"  # what the outline alone would say
     fits: dict[str, tuple[float, ObjectGeometry]] = {}
     error: ShapeError | None = None
-    for kind in CANDIDATE_KINDS:
+    kinds = list(CANDIDATE_KINDS)
+    for kind in kinds:
         try:  # the geometric back-end: no ShapeBackendError
             g = _reconstruct(fit, seg, pts, kind)
         except ShapeError as err:
             error = err
             continue
+        if kind == "revolution" and g.symmetry != "rotational":
+            kinds.append("upright")  # its normals said lying (noisy depth fools them): try it standing
         t0 = time.perf_counter()
         cost = mesh_cost(g, fit.frame, fit.table.T_world_cam, seg.mask)
         fit.timings["select"] = fit.timings.get("select", 0.0) + time.perf_counter() - t0

@@ -11,7 +11,8 @@ closed, watertight :class:`Shape` whose mesh is in the object frame, centred on 
   a circle fit to the outline of the points seen from above (for solids, to the side wall's arc itself when
   that is larger: an occluder hides part of the arc), the profile the outermost radius per height; open
   containers (bowls, mugs, cups) get a wall and a floor and are marked ``concave``; a solid whose surface
-  normals sweep through oblique tilts and that a horizontal cylinder fits is a cylinder lying on its side;
+  normals sweep through oblique tilts and that a horizontal cylinder fits is a cylinder lying on its side
+  (``upright``: the standing solid, whatever the normals say);
 - ``mirror`` (anything else: bottles, tools, fruit): the convex hull of the points, their reflection through
   the vertical plane of the visible silhouette (perpendicular to the viewing direction), or through the
   plane of a narrower top (a bottle's neck) when that lies farther, and their footprint on the table.
@@ -202,7 +203,11 @@ def _box(points: np.ndarray, pad_m: float) -> Shape:
     return Shape(mesh, _pose(yaw, [centre[0], centre[1], top / 2]), "box", False, "box", "geometric")
 
 
-def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: int = 10) -> Shape:
+def _revolution(
+    points: np.ndarray, concave: bool | None, pad_m: float, bins: int = 10, may_lie: bool = True
+) -> Shape:
+    """A solid (or, ``concave``, an open vessel) of revolution standing on the table, or, when ``may_lie``
+    and the points' surface normals say so, a cylinder lying on its side."""
     centre, radius, _ = _fit_circle_outline(points[:, :2])
     spread = float(np.max(np.ptp(points[:, :2], axis=0)))
     if radius > spread:  # a nearly straight sliver: an arc of under 60 degrees says little about the radius
@@ -222,7 +227,7 @@ def _revolution(points: np.ndarray, concave: bool | None, pad_m: float, bins: in
         # It may also lie on its side (a can knocked over): a standing cylinder shows a vertical wall and a
         # flat top, a lying one a surface whose normals sweep through every tilt. Decided before the test
         # for an open top, which a lying can's curved top fools.
-        if _oblique_share(points) > 0.3:
+        if may_lie and _oblique_share(points) > 0.3:
             c_s, r_s = arc or (centre, radius)
             standing = _cylinder_distance(np.linalg.norm(points[:, :2] - c_s, axis=1), z, r_s, 0.0, top)
             lying, lying_res = _lying_cylinder(points, pad_m)
@@ -408,11 +413,13 @@ def _geometric(
         kind = "revolution" if outline_kind(pts) == "round" else "box"
     if kind == "box":
         return _box(pts, pad_m)
-    if kind == "revolution":
-        return _revolution(pts, concave, pad_m)
+    if kind in ("revolution", "upright"):  # upright: standing, whatever the surface normals say
+        return _revolution(pts, concave, pad_m, may_lie=kind == "revolution")
     if kind == "mirror":
         return _mirror(pts, view_dir_xy)
-    raise ShapeError(f"object {label!r}: unknown shape kind {kind!r}; expected box, revolution or mirror")
+    raise ShapeError(
+        f"object {label!r}: unknown shape kind {kind!r}; expected box, revolution, upright or mirror"
+    )
 
 
 # --- Hunyuan3D ---------------------------------------------------------------------------------------------
