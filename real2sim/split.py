@@ -29,6 +29,11 @@ whose top view fills at most ``corner_max_fill`` of its minimum-area rectangle i
 to one of the rectangle's sides, at the place where both sides come out as long (``corner_min_aspect``),
 well-filled (``corner_min_fill``) rectangles that each rest on the table. One L-shaped object (a bracket)
 comes out as its two arms; a drill's handle is too short to be an arm, a banana's halves too curved.
+
+:func:`split_off_lying_arms` takes off what lies flat on the table against a taller object (a marker against
+a box): the parts of the region narrower than ``arm_width_m`` (what a morphological opening removes) that
+reach ``arm_min_reach_m`` out from the rest and stay under ``arm_max_height_m``, under half the rest's top.
+A mug's handle is as thin, but held up; the skirt of mixed depth along an object's foot does not reach out.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ __all__ = [
     "split_at_corner",
     "split_by_colour",
     "split_by_gap",
+    "split_off_lying_arms",
     "split_regions",
 ]
 
@@ -118,6 +124,12 @@ class SplitParams:
     """Each arm of an L fills at least this share of its own minimum-area rectangle."""
     corner_min_aspect: float = 3.0
     """Each arm of an L is at least this many times longer than it is wide."""
+    arm_width_m: float = 0.03
+    """Widest part (m) of a region that :func:`split_off_lying_arms` may take off."""
+    arm_min_reach_m: float = 0.06
+    """How far (m) such a part reaches out from the rest of the region, at least."""
+    arm_max_height_m: float = 0.03
+    """Highest top (m above the table, 98th percentile) of such a part."""
 
 
 def make_context(
@@ -149,14 +161,16 @@ def split_regions(
     regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = SplitParams()
 ) -> list[tuple[np.ndarray, float]]:
     """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`, then
-    :func:`split_by_gap`, then :func:`split_at_corner`); a part's top is its 98th percentile height."""
+    :func:`split_by_gap`, :func:`split_at_corner` and :func:`split_off_lying_arms`); a part's top is its 98th
+    percentile height."""
     out = []
     for mask, top in regions:
         parts = [
-            arm
+            piece
             for part in split_by_colour(mask, ctx, params)
             for gapped in split_by_gap(part, ctx, params)
             for arm in split_at_corner(gapped, ctx, params)
+            for piece in split_off_lying_arms(arm, ctx, params)
         ]
         if len(parts) == 1:
             out.append((mask, top))
@@ -255,6 +269,44 @@ def split_at_corner(
     owner[measured] = np.where(first, 1, 2)
     owner = _nearest_seed(owner, mask)  # pixels without depth: the nearest in the image
     return [owner == 1, owner == 2]
+
+
+def split_off_lying_arms(
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+) -> list[np.ndarray]:
+    """The region ``mask`` (H, W) without the thin parts lying flat on the table that reach out from it (see
+    the module docstring), then each such part; or the region itself. Every pixel of the region is in
+    exactly one returned mask."""
+    import cv2
+
+    measured = mask & ctx.valid
+    if int(measured.sum()) < 2 * params.min_pixels:
+        return [mask]
+    px_m = float(np.median(ctx.z[measured])) / ctx.focal_px
+    width = max(3, round(params.arm_width_m / px_m)) | 1
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width))
+    body = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, disc) > 0
+    if int((body & ctx.valid).sum()) < params.min_pixels:
+        return [mask]  # all thin (a rope): nothing to take parts off
+    body_top = float(np.percentile(ctx.height[body & ctx.valid], 98))
+    count, thin = cv2.connectedComponents((mask & ~body).astype(np.uint8), connectivity=8)
+    reach = distance_transform_edt(~body) * px_m
+    arms = []
+    for k in range(1, count):
+        part = thin == k
+        h = ctx.height[part & ctx.valid]
+        if len(h) < params.min_pixels // 10 or reach[part].max() < params.arm_min_reach_m:
+            continue
+        top = float(np.percentile(h, 98))
+        if top <= params.arm_max_height_m and top < 0.5 * body_top:
+            tall = ctx.valid & (ctx.height > params.arm_max_height_m)  # the corners opened off the body
+            arms.append(part & ~tall)
+    if not arms:
+        return [mask]
+    rest = mask.copy()
+    for arm in arms:
+        rest &= ~arm
+    return [rest, *arms]
 
 
 def _plan_view(points: np.ndarray, up: np.ndarray) -> np.ndarray:
