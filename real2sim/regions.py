@@ -83,7 +83,8 @@ def find_clusters(
     ``min_table_ring`` of the valid pixels around it are table, and it rests on the table: its lowest points
     are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
     table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
-    a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm).
+    a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm),
+    unless it stands on the table under that (a brush under the gripper, :meth:`_RegionCheck._stands_below`).
     Its top must stand ``min_clearance`` times the table's local roughness above it (:func:`table_roughness`):
     a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more.
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
@@ -256,8 +257,8 @@ class _RegionCheck:
         ring = (cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0) & self.near_table
         if ring.sum() and self.table.inliers[ring].mean() < self.min_table_ring:
             return None
-        if not peeled and self.tall[self.coarse[mask]].mean() > 0.5:  # the robot arm, a tall structure
-            return None
+        if not peeled and self.tall[self.coarse[mask]].mean() > 0.5 and not self._stands_below(mask, low):
+            return None  # part of the robot arm or another tall structure
         if peeled and mask[:2].any():  # leaves the image at its top
             return None
         T = self.table.T_world_cam
@@ -271,6 +272,14 @@ class _RegionCheck:
             return None  # a fold or noise of the table, not an object
         support = _support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
         return mask, top, support
+
+    def _stands_below(self, mask: np.ndarray, low: float) -> bool:
+        """Whether a region within a tall structure is an object on the table under it (a brush under the
+        gripper): its foot on the table, half its silhouette's lower border on the table, and not leaving the
+        image at its top (a wall behind the table)."""
+        if low > self.touch_m or mask[:2].any():
+            return False
+        return _support_fraction(mask, self.pts, self.table.inliers) >= 0.5
 
 
 def _resting(
