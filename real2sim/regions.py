@@ -86,7 +86,8 @@ def find_clusters(
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm),
     unless it stands on the table under that (a brush under the gripper, :meth:`_RegionCheck._stands_below`).
     Its top must stand ``min_clearance`` times the table's local roughness above it (:func:`table_roughness`):
-    a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more.
+    a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more; and a
+    region lower than :data:`BUMP_TOP_M` must differ from the table's colour (:data:`BUMP_COLOUR`).
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
     what is left without them is checked again (:func:`peel_vertical_planes`).
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
@@ -111,6 +112,7 @@ def find_clusters(
     coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m)
     T = table.T_world_cam
     on_table = pts[table.inliers & valid]
+    lab = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
     check = _RegionCheck(
         pts=pts,
         height=height,
@@ -126,6 +128,8 @@ def find_clusters(
         robot_base_radius_m=robot_base_radius_m,
         min_on_table=min_on_table,
         min_clearance=min_clearance,
+        lab=lab,
+        table_lab=np.median(lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
     )
     regions: list[tuple[np.ndarray, float, float]] = []  # mask, top, support fraction
     rng = np.random.default_rng(0)
@@ -226,6 +230,12 @@ def _tall_structures(
     return coarse, tall
 
 
+BUMP_TOP_M = 0.025
+"""A region lower than this (m) and of the table's colour is a bump of the table, not an object on it."""
+BUMP_COLOUR = 12.0
+"""Lab distance (OpenCV's 8-bit scale) from the table's median colour within which a region has its colour."""
+
+
 @dataclasses.dataclass
 class _RegionCheck:
     """The tests a region must pass to stand on the table (the parameters of :func:`find_clusters`)."""
@@ -244,6 +254,10 @@ class _RegionCheck:
     robot_base_radius_m: float
     min_on_table: float
     min_clearance: float
+    lab: np.ndarray
+    """(H, W, 3) the frame's colour in Lab (OpenCV's 8-bit scale)."""
+    table_lab: np.ndarray
+    """(3,) the table's median colour in Lab."""
 
     def __call__(self, mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float] | None:
         """(mask, top (m), support fraction) of a region that may stand on the table, else None; the
@@ -270,6 +284,9 @@ class _RegionCheck:
             return None
         if top < self.min_clearance * table_roughness(mask, self.height, self.near_table, self.min_height_m):
             return None  # a fold or noise of the table, not an object
+        table_coloured = np.linalg.norm(np.median(self.lab[mask], axis=0) - self.table_lab) < BUMP_COLOUR
+        if top < BUMP_TOP_M and table_coloured:
+            return None  # a bump of the table (its warp, mixed depth at an object's foot)
         support = _support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
         return mask, top, support
 
