@@ -10,13 +10,12 @@ touching objects of different colours (:mod:`real2sim.split`). Matching regions 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes, fill_enclosed
+from real2sim.plateaus import merge_nested, split_at_height_step
 from real2sim.shape import outline_kind
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, ransac_plane
@@ -24,7 +23,6 @@ from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
 __all__ = [
-    "MAX_STEP_CELLS",
     "PEEL_MIN_PIXELS",
     "ROUGHNESS_PX",
     "Cluster",
@@ -146,8 +144,8 @@ def find_clusters(
                 if found is not None:
                     regions.append(found)
     kept = _resting(regions, z, min_support)
-    kept = _merge_nested(kept, pts, table)
-    kept = [part for m, _ in kept for part in _split_at_height_step(m, pts, height, T, min_pixels)]
+    kept = merge_nested(kept, pts, table)
+    kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     if colour_split:
         ctx = make_context(
             frame.rgb,
@@ -439,107 +437,3 @@ def _support_fraction(
         supported |= hit & (gap < max_gap_m)
         resolved |= hit
     return float(supported.mean())
-
-
-def _merge_nested(
-    regions: list[tuple[np.ndarray, float]], pts: np.ndarray, table: TablePlane, share: float = 0.6
-) -> list[tuple[np.ndarray, float]]:
-    """Merge each region into a larger one when ``share`` of its top-view points lie in that one's outline."""
-
-    T = table.T_world_cam
-    rng = np.random.default_rng(0)
-    out: list[list[Any]] = []  # mask, top, hull half-planes (m, 3) or None
-    for mask, top in sorted(regions, key=lambda r: -int(r[0].sum())):
-        p = pts[mask]
-        if len(p) > 1000:
-            p = p[rng.choice(len(p), 1000, replace=False)]
-        xy = (p @ T[:3, :3].T + T[:3, 3])[:, :2]
-        for host in out:
-            if (
-                host[2] is not None
-                and np.mean(np.all(xy @ host[2][:, :2].T + host[2][:, 2] <= 0, axis=1)) >= share
-            ):
-                host[0] = host[0] | mask
-                host[1] = max(host[1], top)
-                break
-        else:
-            try:
-                planes = np.asarray(ConvexHull(xy).equations)
-            except QhullError:
-                planes = None
-            out.append([mask, top, planes])
-    return [(m, t) for m, t, _ in out]
-
-
-MAX_STEP_CELLS = 40_000
-"""Top-view cells (at 5 mm: a 1 m square) beyond which a region is not searched for a height step."""
-
-
-def _split_at_height_step(
-    mask: np.ndarray,
-    pts: np.ndarray,
-    height: np.ndarray,
-    T_world_cam: np.ndarray,
-    min_pixels: int,
-    *,
-    cell_m: float = 0.005,
-    low: float = 0.6,
-    high: float = 0.75,
-    band: tuple[float, float] = (0.55, 0.85),
-    min_share: float = 0.25,
-    min_cells: int = 20,
-    max_band: float = 0.1,
-    max_inside: float = 0.2,
-) -> list[tuple[np.ndarray, float]]:
-    """Split a region into two objects standing side by side when its top view is two plateaus.
-
-    The top-view height field (highest point per ``cell_m`` cell) of one object rises gradually or is one
-    plateau; two objects touching each other (a can lying against a taller one) show a step: cells below
-    ``low`` of the region's top and cells above ``high`` of it, hardly any (``max_band`` of the cells) within
-    ``band``. The lower plateau is an object of its own when its largest connected part holds ``min_share``
-    of the cells (and ``min_cells``) and at most ``max_inside`` of it lies within the higher cells' outline
-    (a bowl's floor lies within its rim). Returns ``[(mask, top)]``: the region, or its two parts."""
-    import cv2
-
-    rows, cols = np.nonzero(mask)
-    h = height[rows, cols]
-    top = float(np.percentile(h, 98))
-    whole = [(mask, top)]
-    xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
-    # Stray points (mixed depth at silhouettes) must not stretch the grid: clip to the bulk's extent.
-    xy = np.clip(xy, np.percentile(xy, 0.5, axis=0), np.percentile(xy, 99.5, axis=0))
-    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
-    if np.prod(ij.max(axis=0) + 1) > MAX_STEP_CELLS:  # wider than any object: not two touching ones
-        return whole
-    H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
-    np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
-    occupied = np.isfinite(H)
-    n = int(occupied.sum())
-    lower, upper = occupied & (H < low * top), occupied & (H >= high * top)
-    between = occupied & (H >= band[0] * top) & (H < band[1] * top)
-    if between.sum() > max_band * n or upper.sum() < min_cells:
-        return whole
-    count, comp = cv2.connectedComponents(lower.astype(np.uint8), connectivity=8)
-    if count < 2:
-        return whole
-    sizes = np.bincount(comp[lower])
-    k = int(np.argmax(sizes[1:])) + 1
-    part = comp == k
-    if sizes[k] < max(min_cells, min_share * n):
-        return whole
-    # Within the higher cells' outline: inside (or on) their convex hull. Its facet equations, not a Delaunay
-    # triangulation's point location: the cells are a grid, which made find_simplex take up to 0.7 s.
-    planes = np.asarray(ConvexHull(np.argwhere(upper)).equations)
-    cells = np.argwhere(part).astype(np.float64)
-    inside = np.all(cells @ planes[:, :2].T + planes[:, 2] <= 1e-9, axis=1)
-    if np.mean(inside) > max_inside:
-        return whole
-    in_part = part[ij[:, 0], ij[:, 1]]
-    out = []
-    for sel in (in_part, ~in_part):
-        m = np.zeros_like(mask)
-        m[rows[sel], cols[sel]] = True
-        if sel.sum() < min_pixels:
-            return whole
-        out.append((m, float(np.percentile(h[sel], 98))))
-    return out

@@ -303,10 +303,7 @@ def split_off_lying_arms(
             arms.append(part & ~tall)
     if not arms:
         return [mask]
-    rest = mask.copy()
-    for arm in arms:
-        rest &= ~arm
-    return [rest, *arms]
+    return [mask & ~np.logical_or.reduce(arms), *arms]
 
 
 def _plan_view(points: np.ndarray, up: np.ndarray) -> np.ndarray:

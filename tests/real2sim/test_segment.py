@@ -149,17 +149,17 @@ def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
     """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
     cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point
     location, which took up to 0.7 s per region)."""
-    from real2sim.regions import _split_at_height_step
+    from real2sim.plateaus import split_at_height_step
 
     rows, cols = np.mgrid[0:60, 0:80]
     pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)
     mask = np.ones(rows.shape, bool)
     side_by_side = np.where(cols < 40, 0.10, 0.04)
-    parts = _split_at_height_step(mask, pts, side_by_side, np.eye(4), 10)
+    parts = split_at_height_step(mask, pts, side_by_side, np.eye(4), 10)
     assert len(parts) == 2
     (a, top_a), (b, top_b) = parts
     assert not (a & b).any() and (a | b).all()
     assert sorted([top_a, top_b]) == pytest.approx([0.04, 0.10])
     r = np.hypot(rows - 30, cols - 40)
     bowl = np.where(r > 24, 0.10, 0.02)  # a floor of a third of the cells: only its place says "one"
-    assert len(_split_at_height_step(mask, pts, bowl, np.eye(4), 10)) == 1
+    assert len(split_at_height_step(mask, pts, bowl, np.eye(4), 10)) == 1
