@@ -282,11 +282,16 @@ class _RegionCheck:
             return None
         if top < self.min_clearance * table_roughness(mask, self.height, self.near_table, self.min_height_m):
             return None  # a fold or noise of the table, not an object
-        table_coloured = np.linalg.norm(np.median(self.lab[mask], axis=0) - self.table_lab) < BUMP_COLOUR
-        if top < BUMP_TOP_M and table_coloured:
+        if top < BUMP_TOP_M and self._table_coloured(mask, ring & ~mask & self.table.inliers):
             return None  # a bump of the table (its warp, mixed depth at an object's foot)
         support = _support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
         return mask, top, support
+
+    def _table_coloured(self, mask: np.ndarray, table_ring: np.ndarray) -> bool:
+        """Whether ``mask`` has the colour of the table around it (of the whole table where too little of it
+        is seen around): a white cloth's highlights and shades differ more from each other than from it."""
+        near = np.median(self.lab[table_ring], axis=0) if table_ring.sum() >= 20 else self.table_lab
+        return bool(np.linalg.norm(np.median(self.lab[mask], axis=0) - near) < BUMP_COLOUR)
 
     def _stands_below(self, mask: np.ndarray, low: float) -> bool:
         """Whether a region within a tall structure is an object on the table under it (a brush under the
