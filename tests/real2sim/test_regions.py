@@ -106,9 +106,9 @@ def test_table_roughness_is_the_median_height_of_the_table_around_a_region() -> 
 
 def test_folds_of_a_far_cloth_are_not_objects() -> None:
     """ClearGrasp 153: the table cloth rises and folds far from the camera; before the clearance rule ten
-    regions 1-2 cm tall stood there. What is left: the three bottles (the two touching ones apart, issue 16)
-    and the two things that stand clear. The annotation joins the touching bottles in one mask: the regions
-    within it cover it together."""
+    regions 1-2 cm tall stood there, then one 3.6 cm tall where the cloth rises. What is left: the three
+    bottles (the two touching ones apart, issue 16) and the thing at the image's top right edge. The
+    annotation joins the touching bottles in one mask: the regions within it cover it together."""
     from real2sim.datasets import SharedDataMissing, read_any_frame, reference_masks, shared_data_dir
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
@@ -119,7 +119,7 @@ def test_folds_of_a_far_cloth_are_not_objects() -> None:
         pytest.skip(f"shared data absent: {err}")
     frame = read_any_frame(path)
     clusters = find_clusters(frame, fit_table(frame))
-    assert len(clusters) <= 5
+    assert len(clusters) <= 4
     assert all(c.height_m > 0.03 for c in clusters)
     for ref in reference_masks(path) or []:
         inside = [c.mask for c in clusters if (c.mask & ref).sum() >= 0.5 * c.mask.sum()]

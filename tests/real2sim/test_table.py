@@ -41,6 +41,21 @@ def test_synthetic_plane_is_found_exactly() -> None:
     assert np.abs(z).max() < 1e-3
 
 
+def test_a_second_surface_at_nearly_the_table_s_height_does_not_tilt_the_table() -> None:
+    # a chair's tablet beyond the table (the image's top rows), 4 mm higher, a gap of floor between them:
+    # in the plane's band and near enough to count as the work table, but not the surface the objects are on
+    frame, n = plane_frame()
+    pts, _ = camera_points(frame)
+    along_ray = pts[:30] @ n / frame.depth[:30]  # n · p per metre of depth
+    frame.depth[:30] = ((0.004 - 0.6) / along_ray).astype(np.float32)  # n · p + 0.6 = 4 mm there
+    frame.depth[30:36] *= 1.5  # the floor between them
+    table = fit_table(frame)
+    pts, _ = camera_points(frame)
+    heights = pts @ table.normal_cam + table.offset_m
+    assert np.abs(heights[40:][table.inliers[40:]]).max() < 3e-4  # the table itself: its own plane
+    assert np.median(heights[:30]) == pytest.approx(0.004, abs=3e-4)
+
+
 def test_calibrated_frame_keeps_the_base_axes_and_measures_the_height() -> None:
     frame, n = plane_frame()
     x = np.cross([0.0, 1.0, 0.0], n)
