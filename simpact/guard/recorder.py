@@ -347,7 +347,7 @@ class Recorder:
         """The ``checkpoint_extras`` of the checkpoint :meth:`restore` continued from."""
         self.background_write = background_write
         self._writer: ThreadPoolExecutor | None = None
-        self._pending: list[tuple[Future[int], dict[str, Any]]] = []
+        self._pending: list[Future[int]] = []
         self._write_failed = False
         self.bytes_written = 0
         """Compressed bytes written to ``out`` (complete after :meth:`close`)."""
@@ -496,19 +496,28 @@ class Recorder:
             return
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="simuguard-writer")
-        self._pending.append((self._writer.submit(job), manifest))
+        self._pending.append(self._writer.submit(self._stored, job, manifest))
+
+    def _stored(self, job: Callable[[], int], manifest: dict[str, Any]) -> int:
+        """Run one write (in the writer thread, in submission order); the manifest it wrote becomes the saved
+        one here, not when the main thread collects it: an interruption between submitting a write and
+        noting it had left the checkpoint on disk a chunk ahead of the saved manifest."""
+        if self._write_failed:  # a later manifest would list the chunk that failed
+            raise RecordingError("an earlier chunk could not be written")
+        try:
+            size = job()
+        except Exception:
+            self._write_failed = True
+            raise
+        self._saved = manifest
+        return size
 
     def _wait_writes(self) -> None:
-        """Wait for the writes under way; the manifest of the last one completed becomes the saved one (an
-        interruption anywhere in here or in :meth:`_write` leaves ``_saved`` naming only files on disk)."""
+        """Wait for the writes under way (each sets the saved manifest as it completes, :meth:`_stored`)."""
         while self._pending:
-            future, manifest = self._pending[0]
             try:
-                self.bytes_written += future.result()
-                if not self._write_failed:  # a later manifest would list the chunk that failed
-                    self._saved = manifest
+                self.bytes_written += self._pending[0].result()
             except Exception as exc:
-                self._write_failed = True
                 self._fail(exc, "while writing a chunk")
             self._pending.pop(0)
         if self._writer is not None:

@@ -98,6 +98,39 @@ def test_an_interrupt_while_a_chunk_is_queued_leaves_only_written_chunks_listed(
     assert_same_folders(full, part)
 
 
+def test_an_interrupt_just_after_a_write_is_queued_keeps_checkpoint_and_manifest_together(
+    tmp_path, arm, monkeypatch
+):
+    """SIGTERM landed once (this session's CI clone) after a chunk's write was handed to the writer thread
+    and before the main thread noted it: the write went on to store the chunk and a checkpoint 250 steps
+    ahead of the manifest the interruption then saved, and resume refused the folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import simpact.guard.recorder as recorder_module
+
+    full = tmp_path / "full"
+    record_mjcf(arm, STEPS, full, ctrl=CTRL)
+    calls = []
+
+    class InterruptedAfterThirdSubmit(ThreadPoolExecutor):
+        def submit(self, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+            future = super().submit(*args, **kwargs)
+            calls.append(1)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            return future
+
+    part = tmp_path / "part"
+    monkeypatch.setattr(recorder_module, "ThreadPoolExecutor", InterruptedAfterThirdSubmit)
+    with pytest.raises(KeyboardInterrupt):
+        record_mjcf(arm, STEPS, part, ctrl=CTRL)
+    monkeypatch.undo()
+    man = read_manifest(part)
+    assert man.status == "interrupted" and man.nsteps == 750 and len(man.chunks) == 3
+    record_mjcf(arm, STEPS, part, ctrl=CTRL, resume=True)
+    assert_same_folders(full, part)
+
+
 def test_a_resumed_task_recording_equals_an_uninterrupted_one(tmp_path, monkeypatch):
     """The task's collected rows travel in the checkpoint: the resumed recording's verdict is the same."""
     full = tmp_path / "full"
