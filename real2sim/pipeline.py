@@ -530,7 +530,7 @@ def assemble(
     task_kinds = dict(task_kinds or {})
     warnings = list(labels.warnings) + [str(w) for w in getattr(perception, "warnings", [])]
     geometries, names = _named_geometries(perception, labels, warnings)
-    masks = {s.label: s.mask for s in getattr(perception, "segments", [])}
+    masks = {s.label: s.seen for s in getattr(perception, "segments", [])}
     table = perception.table
     geometries, T_world_cam, frame_info = _world_frame(table, geometries)
 

@@ -17,6 +17,7 @@ from real2sim.clutter import colour_edges, concave_creases, merge_appendages, re
 from real2sim.holes import fill_depth_holes, fill_enclosed
 from real2sim.plateaus import merge_nested, split_at_height_step
 from real2sim.shape import outline_kind
+from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, ransac_plane
 from real2sim.types import TablePlane
@@ -47,6 +48,8 @@ class Cluster:
     """Median colour of the region."""
     outline: str = "unknown"
     """Top-view outline of its points: ``round`` (a circle fits better) or ``rectangular``."""
+    silhouette: np.ndarray | None = None
+    """(H, W) bool: ``mask`` snapped to the photo's colour edges (:mod:`real2sim.silhouette`)."""
 
     @property
     def size_m3(self) -> float:
@@ -72,6 +75,7 @@ def find_clusters(
     min_clearance: float = 5.0,
     fill_holes: bool = True,
     colour_split: bool = True,
+    snap: bool = True,
 ) -> list[Cluster]:
     """Regions of pixels standing on the table, largest first.
 
@@ -95,7 +99,9 @@ def find_clusters(
     region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
     ``fill_holes``, each region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`) and the holes it encloses that are not table
-    (:func:`real2sim.holes.fill_enclosed`).
+    (:func:`real2sim.holes.fill_enclosed`). With ``snap``, each region's outline moved to the photo's colour
+    edges within a few pixels is its ``silhouette`` (:func:`real2sim.silhouette.snap_to_colour`); its
+    ``mask`` stays what the depth found.
     """
     import cv2
 
@@ -169,6 +175,10 @@ def find_clusters(
         kept = [(g, top) for g, (_, top) in zip(grown, kept)]
     rng = np.random.default_rng(0)
     clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]
+    if snap and clusters:
+        snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, z, candidate, jump_m=jump_m)
+        for c, s in zip(clusters, snapped):
+            c.silhouette = s
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
 

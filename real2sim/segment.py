@@ -284,6 +284,10 @@ def _split_into_pieces(
     return out
 
 
+def _from_cluster(label: str, cluster: Cluster, score: float) -> Segment:
+    return Segment(label, cluster.mask, score, "geometric", cluster.silhouette)
+
+
 def _segment_geometric(
     frame: Frame,
     table: TablePlane,
@@ -298,7 +302,7 @@ def _segment_geometric(
     except TypeError as err:
         raise SegmentationError(f"segmenter 'geometric': bad option ({err})") from None
     if not labels:
-        return [Segment(f"object_{i}", c.mask, 0.5, "geometric") for i, c in enumerate(clusters)]
+        return [_from_cluster(f"object_{i}", c, 0.5) for i, c in enumerate(clusters)]
     flat = [lab for lab in labels if FLAT_WORDS.intersection(label_words(lab))]
     solid = [lab for lab in labels if lab not in flat]
     confidence: dict[int, float] = {}
@@ -334,9 +338,9 @@ def _segment_geometric(
     found: dict[str, Segment] = {}
     for i, lab in sorted(mapping.items()):
         if lab not in found:
-            found[lab] = Segment(lab, clusters[int(i)].mask, confidence.get(int(i), score), "geometric")
+            found[lab] = _from_cluster(lab, clusters[int(i)], confidence.get(int(i), score))
     if unlabelled is not None:  # regions no label matched well enough
-        unlabelled.extend(c.mask for i, c in enumerate(clusters) if i not in mapping)
+        unlabelled.extend(_from_cluster("", c, 0.0).seen for i, c in enumerate(clusters) if i not in mapping)
     for lab in flat:
         if lab not in found:
             mask = _flat_by_colour(frame, table, lab)

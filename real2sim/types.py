@@ -53,6 +53,15 @@ class Segment:
     """Detector confidence in [0, 1] (1 for given masks)."""
     source: str = "geometric"
     """Back-end that produced it: ``geometric``, ``masks`` or ``grounded_sam2``."""
+    silhouette: np.ndarray | None = None
+    """(H, W) bool: the object's outline as the photo shows it, snapped to its colour edges (the geometric
+    segmenter's :func:`real2sim.silhouette.snap_to_colour`); None where the mask is that outline already."""
+
+    @property
+    def seen(self) -> np.ndarray:
+        """The object's pixels in the photo: the silhouette where there is one, else the mask. The mask, cut
+        from the depth, is what shapes are fitted to; this is what the scene is checked against and shown."""
+        return self.mask if self.silhouette is None else self.silhouette
 
 
 @dataclasses.dataclass(eq=False)

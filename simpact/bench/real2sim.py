@@ -187,7 +187,7 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
     result = run_real2sim(frame, task=task, out=out, config=config)
     wall = time.perf_counter() - t0
     ids = {name: i for i, name in frame.mask_names.items()}
-    masks = {result.labels.name_of(s.label): s.mask for s in result.perception.segments}
+    masks = {result.labels.name_of(s.label): s.seen for s in result.perception.segments}
     estimate_of = _match_instances(
         [result.labels.name_of(lab) for lab in result.labels.labels], result, scene
     )
@@ -361,7 +361,7 @@ def bench_real(
         "present": len(labels) if result.labels.labels else None,
         "regions": None if result.labels.labels else len(result.geometries),
         "expected_objects": expected_objects,
-        **_against_object_points(OBJECT_POINTS.get(relpath), [s.mask for s in result.perception.segments]),
+        **_against_object_points(OBJECT_POINTS.get(relpath), [s.seen for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -389,7 +389,7 @@ def _against_reference_masks(
     if not annotated:
         return {}
     masks = {
-        n: s.mask
+        n: s.seen
         for s in result.perception.segments
         for n, g in result.geometries.items()
         if g.label == s.label

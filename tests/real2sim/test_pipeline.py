@@ -361,6 +361,10 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
     for name, fit in report["fit"]["objects"].items():
         assert fit["iou"] > 0.7 and fit["depth_residual_m"] < 0.005 and fit["verdict"] != "poor", (name, fit)
     assert report["fit"]["table"]["depth_residual_m"] < 0.005
+    occluded = result.renders["occluded"]
+    for seg, name in zip(result.perception.segments, result.names):  # checked against the photo's outline
+        assert seg.silhouette is not None and not np.array_equal(seg.silhouette, seg.mask)
+        assert report["fit"]["objects"][name]["mask_px"] == int((seg.silhouette & ~occluded).sum())
     assert set(report["matches"]) == set(result.geometries) and report["not_found"] == []
 
 
