@@ -175,19 +175,21 @@ def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -
 
 
 def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
+    from real2sim.types import Segment
     from simpact.bench.real2sim import _against_reference_masks, _summarise
 
     ref = np.zeros((20, 30), bool)
     ref[2:12, 2:12] = True  # one annotated object, 100 px
     other = np.zeros_like(ref)
     other[14:18, 20:28] = True  # one the segmentation missed
-    mask = np.zeros_like(ref)
-    mask[2:12, 2:10] = True  # 80 px of it
+    seen = np.zeros_like(ref)
+    seen[2:12, 2:10] = True  # 80 px of it: the silhouette in the photo, what is scored
+    depth_cut = seen & (np.arange(30) < 8)  # the region the depth found, narrower
     index = np.full(ref.shape, -1)
     index[2:12, 2:14] = 1  # the render of the object on it, 20 px too wide (object order: the fit's)
     index[14:18, 0:4] = 0  # an object elsewhere
     result = SimpleNamespace(
-        perception=SimpleNamespace(segments=[SimpleNamespace(label="a", mask=mask)]),
+        perception=SimpleNamespace(segments=[Segment("a", depth_cut, silhouette=seen)]),
         geometries={"stray": SimpleNamespace(label="s"), "obj": SimpleNamespace(label="a")},
         renders={"index": index},
         fit={"objects": {"stray": {}, "obj": {}}},
