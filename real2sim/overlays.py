@@ -63,7 +63,10 @@ def _label(
     import cv2
 
     x, y = int(np.clip(at[0], 2, img.shape[1] - 10)), int(np.clip(at[1], 12, img.shape[0] - 4))
-    cv2.putText(img, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 3, cv2.LINE_AA)
+    # A dark outline from the same thin strokes shifted by a pixel: OpenCV spaces thicker text wider, so a
+    # thick dark copy drifts off the letters along the line.
+    for dx, dy in ((-1, -1), (-1, 1), (1, -1), (1, 1), (-1, 0), (1, 0), (0, -1), (0, 1)):
+        cv2.putText(img, text, (x + dx, y + dy), cv2.FONT_HERSHEY_SIMPLEX, scale, (0, 0, 0), 1, cv2.LINE_AA)
     cv2.putText(img, text, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, rgb, 1, cv2.LINE_AA)
 
 

@@ -64,3 +64,15 @@ def test_scores_are_bit_identical_across_runs() -> None:
     b, rb = fit_scores(["b"], truth, {"b": index == 0}, noisy, T_WORLD_CAM, K)
     assert a == b and np.array_equal(ra["depth"], rb["depth"])
     assert verdict(0.9, 0.004) == "good" and verdict(0.7, 0.01) == "check" and verdict(0.9, None) == "poor"
+
+
+def test_a_label_s_dark_outline_stays_on_its_letters() -> None:
+    """The overlays' labels: the dark outline around the text ends where the text does (a thick dark copy,
+    which OpenCV spaces wider, had drifted 2 px a letter off a long title)."""
+    from real2sim.overlays import _label
+
+    img = np.full((40, 420, 3), 128, np.uint8)
+    _label(img, "render from the photo camera, white: masks", (8, 20), (255, 255, 255))
+    dark_cols = np.nonzero((img.sum(axis=2) < 60).any(axis=0))[0]
+    text_cols = np.nonzero((img.min(axis=2) > 200).any(axis=0))[0]
+    assert abs(dark_cols[-1] - text_cols[-1]) <= 2 and abs(dark_cols[0] - text_cols[0]) <= 2
