@@ -384,16 +384,16 @@ def _against_reference_masks(
     (``spans``; 2 or more is a mask over two objects), how many marked objects some mask covers at least
     half of (``annotated_found`` of ``annotated``), and per marked object the IoU with it of the masks and of
     the scene's render from the photo's camera of the objects whose masks lie mostly on it
-    (``annotated_iou``: ``mask``, ``render``; 0 where none does). The render's IoU is ground truth the
-    pipeline never reads, for shape and pose together. Nothing when the frame marks none."""
+    (``annotated_iou``: ``mask``, ``render``; 0 where none does), and of those objects' regions as the depth
+    cut them, before their outlines were snapped to the colour edges (``depth_mask``, side by side). The
+    render's IoU is ground truth the pipeline never reads, for shape and pose together. Nothing when the
+    frame marks none."""
     if not annotated:
         return {}
-    masks = {
-        n: s.seen
-        for s in result.perception.segments
-        for n, g in result.geometries.items()
-        if g.label == s.label
+    segments = {
+        n: s for s in result.perception.segments for n, g in result.geometries.items() if g.label == s.label
     }
+    masks = {n: s.seen for n, s in segments.items()}
     index = result.renders.get("index")
     rendered = list(result.fit.get("objects", {}))  # the render's object order
     found = 0
@@ -402,13 +402,18 @@ def _against_reference_masks(
         size = int(ref.sum())
         found += any(int((m & ref).sum()) >= 0.5 * size for m in masks.values())
         on_it = [n for n, m in masks.items() if int((m & ref).sum()) >= 0.5 * max(int(m.sum()), 1)]
-        mask = np.zeros_like(ref)
-        render = np.zeros_like(ref)
+        mask, depth_cut, render = np.zeros_like(ref), np.zeros_like(ref), np.zeros_like(ref)
         for n in on_it:
             mask |= masks[n]
+            depth_cut |= segments[n].mask
             if index is not None and n in rendered:
                 render |= index == rendered.index(n)
-        ious.append({"mask": round(_iou(mask, ref), 4), "render": round(_iou(render, ref), 4)})
+        ious.append(
+            {
+                k: round(_iou(m, ref), 4)
+                for k, m in (("mask", mask), ("depth_mask", depth_cut), ("render", render))
+            }
+        )
     for name, mask in masks.items():
         px = max(int(mask.sum()), 1)
         if name in objects:
@@ -568,7 +573,7 @@ def _summarise(
             ],
             "annotated_iou": {
                 kind: _summary([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
-                for kind in ("mask", "render")
+                for kind in ("mask", "depth_mask", "render")
             },
             "regions_vs_expected": {
                 r["frame"]: [r["regions"], r["expected_objects"]]
@@ -653,6 +658,8 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(
                 f"{r['frame']:<34} annotated objects' IoU, masks: "
                 + " ".join(f"{i['mask']:.2f}" for i in ious)
+                + "; depth regions: "
+                + " ".join(f"{i['depth_mask']:.2f}" for i in ious)
                 + "; render: "
                 + " ".join(f"{i['render']:.2f}" for i in ious)
             )

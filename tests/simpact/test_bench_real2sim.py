@@ -198,12 +198,12 @@ def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
     got = _against_reference_masks([ref, other], result, objects)
     assert got["annotated"] == 2 and got["annotated_found"] == 1 and objects["obj"]["spans"] == 1
     assert got["annotated_iou"] == [
-        {"mask": 0.8, "render": round(100 / 120, 4)},
-        {"mask": 0.0, "render": 0.0},
+        {"mask": 0.8, "depth_mask": 0.6, "render": round(100 / 120, 4)},
+        {"mask": 0.0, "depth_mask": 0.0, "render": 0.0},
     ]
     summary = _summarise([], [{"frame": "f", "objects": {}, "seconds": 1.0, **got}])[0]
     assert summary["real"]["annotated_iou"]["render"]["min"] == 0.0
-    assert "render: 0.83 0.00" in format_table(
+    assert "depth regions: 0.60 0.00; render: 0.83 0.00" in format_table(
         {"rendered": [], "real": [{"frame": "f", "objects": {}, **got}]}
     )
 
