@@ -340,7 +340,8 @@ def _segment_geometric(
         if lab not in found:
             found[lab] = _from_cluster(lab, clusters[int(i)], confidence.get(int(i), score))
     if unlabelled is not None:  # regions no label matched well enough
-        unlabelled.extend(_from_cluster("", c, 0.0).seen for i, c in enumerate(clusters) if i not in mapping)
+        unmatched = [c for i, c in enumerate(clusters) if i not in mapping]
+        unlabelled.extend(c.mask if c.silhouette is None else c.silhouette for c in unmatched)
     for lab in flat:
         if lab not in found:
             mask = _flat_by_colour(frame, table, lab)
