@@ -9,9 +9,15 @@ demo:
 	@scripts/setup.sh
 	$(BIN)/simpact plan non_toppling_push --overwrite --out $(DEMO_OUT)
 
+# The suite on TEST_WORKERS processes (pytest-xdist, a file per worker at a time), one BLAS/OpenMP thread
+# each: on two cores that halves the time, where more threads per worker only contend. The tests that drive
+# a franky-sim server run after, one at a time: its 1 kHz loop needs a core to itself.
+TEST_WORKERS ?= 2
 test:
 	@scripts/setup.sh dev
-	$(BIN)/python -m pytest -q
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not franky_sim"
+	$(BIN)/python -m pytest -q -m franky_sim
 
 lint:
 	@scripts/setup.sh dev

@@ -78,6 +78,14 @@ class FrankySim:
             self.process.wait(timeout=5)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that use a franky-sim server ``franky_sim``: its 1 kHz loop lags behind the clock when
+    the tests share its core (`make test` runs them apart, after the rest)."""
+    for item in items:
+        if {"franky_sim", "fresh_franky_sim"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.franky_sim)
+
+
 @pytest.fixture(scope="module")
 def franky_sim() -> Iterator[FrankySim]:
     """One franky-sim server per test module (about 2 s to start). Not per session: its 1 kHz loop keeps a
