@@ -91,7 +91,9 @@ def find_clusters(
     a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more; and a
     region lower than :data:`BUMP_TOP_M` must differ from the table's colour (:data:`BUMP_COLOUR`).
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
-    what is left without them is checked again (:func:`peel_vertical_planes`).
+    what is left without them is checked again (:func:`peel_vertical_planes`), and a region lying in such a
+    plane (:data:`WALL_SHARE` of its points within the plane's band) is a piece of that wall cut off by the
+    objects in front of it, not an object.
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`). With a calibrated frame, regions within
@@ -136,6 +138,7 @@ def find_clusters(
         table_lab=np.median(lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
     )
     regions: list[tuple[np.ndarray, float, float]] = []  # mask, top, support fraction
+    walls: list[tuple[np.ndarray, float]] = []
     rng = np.random.default_rng(0)
     for k in range(1, count):
         if stats[k, cv2.CC_STAT_AREA] < min_pixels:
@@ -145,10 +148,11 @@ def find_clusters(
         if found is not None:
             regions.append(found)
         elif stats[k, cv2.CC_STAT_AREA] >= PEEL_MIN_PIXELS:  # objects standing against a wall
-            for part in peel_vertical_planes(mask, pts, T, min_pixels, rng):
+            for part in peel_vertical_planes(mask, pts, T, min_pixels, rng, walls=walls):
                 found = check(part, peeled=True)
                 if found is not None:
                     regions.append(found)
+    regions = [r for r in regions if not _in_wall(r[0], pts, valid, T, walls)]
     kept = _resting(regions, z, min_support)
     kept = merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
@@ -363,6 +367,28 @@ def _cluster(
     )
 
 
+WALL_BAND_M = 0.015
+"""Half-width (m) of a wall's plane: the pixels within it are the wall's (:func:`peel_vertical_planes`)."""
+WALL_SHARE = 0.8
+"""Share of a region's points in a wall's plane that makes it a piece of that wall."""
+
+
+def _in_wall(
+    mask: np.ndarray,
+    pts: np.ndarray,
+    valid: np.ndarray,
+    T_world_cam: np.ndarray,
+    walls: list[tuple[np.ndarray, float]],
+    band_m: float = WALL_BAND_M,
+) -> bool:
+    """Whether :data:`WALL_SHARE` of the region's measured points lie within ``band_m`` (m) of one of the
+    ``walls`` (world-frame planes that :func:`peel_vertical_planes` took)."""
+    world = pts[mask & valid] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
+    if not len(world):
+        return False
+    return any(float(np.mean(np.abs(world @ n + d) <= band_m)) >= WALL_SHARE for n, d in walls)
+
+
 PEEL_MIN_PIXELS = 4000
 """A dropped region this large (px) is searched for a wall to take away (:func:`peel_vertical_planes`)."""
 
@@ -374,17 +400,19 @@ def peel_vertical_planes(
     min_pixels: int,
     rng: np.random.Generator,
     *,
-    band_m: float = 0.015,
+    band_m: float = WALL_BAND_M,
     min_share: float = 0.25,
     max_tilt: float = 0.3,
     min_span_m: float = 0.3,
     max_planes: int = 2,
+    walls: list[tuple[np.ndarray, float]] | None = None,
 ) -> list[np.ndarray]:
     """The parts (masks of at least ``min_pixels``) of a region left when the large vertical planes among its
     points are taken away: a wall or a cabinet's side rising from the table, which the objects standing
     against it join in depth. A plane is taken (its pixels within ``band_m`` (m)) when its normal is within
     ``max_tilt`` (sine) of horizontal, it holds ``min_share`` of the region's points and spans ``min_span_m``
-    (m) horizontally (an object's flat face does not); none taken: no parts."""
+    (m) horizontally (an object's flat face does not); none taken: no parts. Each plane taken is appended to
+    ``walls`` as ``(unit normal, offset)`` (world frame, m: ``normal @ x + offset = 0`` on it)."""
     import cv2
 
     rows, cols = np.nonzero(mask)
@@ -402,6 +430,8 @@ def peel_vertical_planes(
             break
         keep &= np.abs(world @ n + d) > band_m
         sample = sample[np.abs(sample @ n + d) > band_m]
+        if walls is not None:
+            walls.append((n, float(d)))
     if keep.all():
         return []
     left = np.zeros(mask.shape, np.uint8)
