@@ -19,7 +19,7 @@ from real2sim.plateaus import merge_nested, split_at_height_step
 from real2sim.shape import outline_kind
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
-from real2sim.table import camera_points, heights_above_table, ransac_plane
+from real2sim.table import camera_points, heights_above_table, plane_through, ransac_plane
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
@@ -428,10 +428,10 @@ def peel_vertical_planes(
         span = np.ptp(sample[idx] @ along) if len(idx) else 0.0
         if abs(float(n[2])) > max_tilt or len(idx) < min_share * total or span < min_span_m:
             break
+        if walls is not None:  # the plane refitted to its inliers (three points set it only roughly)
+            walls.append(plane_through(sample[idx], n))
         keep &= np.abs(world @ n + d) > band_m
         sample = sample[np.abs(sample @ n + d) > band_m]
-        if walls is not None:
-            walls.append((n, float(d)))
     if keep.all():
         return []
     left = np.zeros(mask.shape, np.uint8)

@@ -23,7 +23,15 @@ from real2sim.types import TablePlane
 from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 
-__all__ = ["TableError", "camera_points", "fit_table", "heights_above_table", "work_table"]
+__all__ = [
+    "TableError",
+    "camera_points",
+    "fit_table",
+    "heights_above_table",
+    "plane_through",
+    "ransac_plane",
+    "work_table",
+]
 
 
 class TableError(SimpactError, ValueError):
@@ -127,13 +135,13 @@ def fit_table(
     n, d, _ = best
     # Least-squares refinement on the inliers (two rounds, tightening the band).
     for band in (2.0 * distance_threshold_m, distance_threshold_m):
-        n, d = _plane_through(cloud[np.abs(cloud @ n + d) < band], n)
+        n, d = plane_through(cloud[np.abs(cloud @ n + d) < band], n)
 
     full, full_valid = camera_points(frame, 1)
     inliers = work_table(full_valid & (np.abs(full @ n + d) < distance_threshold_m), full)
     # Once more on the work table's largest patch alone: a chair's tablet across the room, at the same height
     # within the band, had tilted the plane by 1.5° (the table 5 mm low under PoseCNN 000003's meat can).
-    n, d = _plane_through(full[_largest_patch(inliers)], n)
+    n, d = plane_through(full[_largest_patch(inliers)], n)
     inliers = work_table(full_valid & (np.abs(full @ n + d) < distance_threshold_m), full)
     T_world_cam, height, world_frame = _world_frame(frame, n, d, full[inliers])
     return TablePlane(
@@ -176,7 +184,7 @@ def work_table(inliers: np.ndarray, points_cam: np.ndarray, gap_m: float = TABLE
     return np.isin(labels, sorted(kept)) & inliers
 
 
-def _plane_through(points: np.ndarray, toward: np.ndarray) -> tuple[np.ndarray, float]:
+def plane_through(points: np.ndarray, toward: np.ndarray) -> tuple[np.ndarray, float]:
     """The least-squares plane ``n · p + d = 0`` through ``points`` (N, 3, m), ``n`` towards ``toward``."""
     centroid = points.mean(axis=0)
     _, _, vt = np.linalg.svd(points - centroid, full_matrices=False)
