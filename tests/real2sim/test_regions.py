@@ -4,6 +4,8 @@ the table under the gripper is found without the arm."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -130,21 +132,26 @@ def test_folds_of_a_far_cloth_are_not_objects() -> None:
         assert (np.logical_or.reduce(inside) & ref).sum() >= 0.8 * ref.sum()
 
 
-def test_objects_against_a_wall_are_found_without_the_wall() -> None:
-    """ClearGrasp 130: a mug and an apple stand by the wall, joined to it in depth; the wall made one region
-    with them, dropped as a tall structure, so neither was found. Without the wall's plane they are. The foot
-    of the wall behind the mug, cut off from the rest by it (800 px, 0.6 cm thick: in the wall's plane), was
-    a ninth region; the eight are the frame's objects counted by hand."""
+def _real_clusters(name: str) -> list[Any]:
+    """The regions of the shared data's frame ``rgbd/<name>``; the test skips where the data is absent."""
     from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
 
     try:
-        path = shared_data_dir("rgbd/cleargrasp/000000130-opaque-rgb-img.jpg")
+        path = shared_data_dir(f"rgbd/{name}")
     except SharedDataMissing as err:
         pytest.skip(f"shared data absent: {err}")
     frame = read_any_frame(path)
-    clusters = find_clusters(frame, fit_table(frame))
+    return find_clusters(frame, fit_table(frame))
+
+
+def test_objects_against_a_wall_are_found_without_the_wall() -> None:
+    """ClearGrasp 130: a mug and an apple stand by the wall, joined to it in depth; the wall made one region
+    with them, dropped as a tall structure, so neither was found. Without the wall's plane they are. The foot
+    of the wall behind the mug, cut off from the rest by it (800 px, 0.6 cm thick: in the wall's plane), was
+    a ninth region; the eight are the frame's objects counted by hand."""
+    clusters = _real_clusters("cleargrasp/000000130-opaque-rgb-img.jpg")
     mug = [c for c in clusters if c.mask[430, 500]]
     apple = [c for c in clusters if c.mask[445, 350]]
     assert len(mug) == 1 and len(apple) == 1 and mug[0] is not apple[0]
@@ -157,16 +164,7 @@ def test_a_strip_of_the_wall_is_no_object() -> None:
     """ClearGrasp 130 with glasses: a strip along the wall's foot (6000 px, 0.7 cm thick, 26 cm long) was an
     object. Its points lie 1.4 cm (median) from the wall's plane as RANSAC's three points set it, 4 mm from
     that plane refitted to its inliers: now in it, so a piece of the wall."""
-    from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
-    from real2sim.regions import find_clusters
-    from real2sim.table import fit_table
-
-    try:
-        path = shared_data_dir("rgbd/cleargrasp/000000130-transparent-rgb-img.jpg")
-    except SharedDataMissing as err:
-        pytest.skip(f"shared data absent: {err}")
-    frame = read_any_frame(path)
-    clusters = find_clusters(frame, fit_table(frame))
+    clusters = _real_clusters("cleargrasp/000000130-transparent-rgb-img.jpg")
     assert not any(c.mask[100:120, 490:510].any() for c in clusters)
     assert any(c.mask[430, 500] for c in clusters)  # the mug by the wall is still found
 
