@@ -52,6 +52,11 @@ class Cluster:
     """(H, W) bool: ``mask`` snapped to the photo's colour edges (:mod:`real2sim.silhouette`)."""
 
     @property
+    def seen(self) -> np.ndarray:
+        """The region's pixels in the photo: its silhouette where there is one, else its mask."""
+        return self.mask if self.silhouette is None else self.silhouette
+
+    @property
     def size_m3(self) -> float:
         """Bounding volume (m^3), the size used to rank regions."""
         return float(self.footprint_m[0] * self.footprint_m[1] * self.height_m)

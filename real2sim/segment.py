@@ -340,8 +340,7 @@ def _segment_geometric(
         if lab not in found:
             found[lab] = _from_cluster(lab, clusters[int(i)], confidence.get(int(i), score))
     if unlabelled is not None:  # regions no label matched well enough
-        unmatched = [c for i, c in enumerate(clusters) if i not in mapping]
-        unlabelled.extend(c.mask if c.silhouette is None else c.silhouette for c in unmatched)
+        unlabelled.extend(c.seen for i, c in enumerate(clusters) if i not in mapping)
     for lab in flat:
         if lab not in found:
             mask = _flat_by_colour(frame, table, lab)
