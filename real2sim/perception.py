@@ -14,16 +14,22 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import trimesh
 
 from real2sim.pose import estimate_pose
-from real2sim.refine import mesh_cost, refine_box, refine_cylinder, refine_hull
+from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull
 from real2sim.segment import AssignFn, segment
-from real2sim.shape import ShapeBackendError, ShapeError, complete_shape, kind_from_label, outline_kind
+from real2sim.shape import (
+    ShapeBackendError,
+    ShapeError,
+    complete_shape,
+    frustum,
+    kind_from_label,
+    outline_kind,
+)
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
 from simpact.core.frame import Frame
@@ -245,48 +251,40 @@ def _reconstruct(fit: _Fitting, seg: Segment, pts: np.ndarray, kind: str | None 
 
 def _refined(frame: Frame, table: TablePlane, seg: Segment, g: ObjectGeometry) -> ObjectGeometry:
     """An upright object moved and resized to explain the depth around its mask (:mod:`real2sim.refine`):
-    a box (:func:`refine_box`), a solid of revolution (:func:`refine_cylinder`) or a mirror-completed hull
-    (:func:`refine_hull`); ``g`` unchanged for other shapes and small objects."""
+    a box (:func:`refine_box`), a solid of revolution redrawn as a frustum (:func:`refine_frustum`) or a
+    mirror-completed hull (:func:`refine_hull`); ``g`` unchanged for other shapes and small objects."""
     if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
         return g  # small objects (beans): a few pixels wide, their masks often cut from a touching group
     if g.symmetry == "rotational" and not g.concave:
-        return _refine_scaled(refine_cylinder, g, frame, table, seg.mask)
+        cone = refine_frustum(g, frame, table.T_world_cam, seg.mask)
+        return g if cone is None else _moved(g, frustum(*cone[1:4]), cone[0])
     if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
-        return _refine_scaled(refine_hull, g, frame, table, seg.mask)
+        found = refine_hull(g, frame, table.T_world_cam, seg.mask)
+        if found is None:
+            return g
+        mesh = g.mesh.copy()
+        mesh.apply_scale(found[1])
+        return _moved(g, mesh, found[0])
     if g.symmetry != "box" or len(g.mesh.vertices) != 8:
         return g  # boxes only (a can lying on its side is box-symmetric too)
-    found = refine_box(g, frame, table.T_world_cam, seg.mask)
-    if found is None:
+    box = refine_box(g, frame, table.T_world_cam, seg.mask)
+    if box is None:
         return g
-    centre, yaw, extent, _, _ = found
-    T = np.eye(4)
-    T[:3, :3] = [[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]]
-    return dataclasses.replace(
-        g,
-        mesh=trimesh.creation.box(extents=extent),
-        position=centre,
-        quaternion=matrix_to_quat(T[:3, :3]),
-        extent=np.asarray(extent, dtype=np.float64),
-        pose_source=f"{g.pose_source}+depth_refine",
-    )
+    centre, yaw, extent, _, _ = box
+    R = np.array([[np.cos(yaw), -np.sin(yaw), 0.0], [np.sin(yaw), np.cos(yaw), 0.0], [0.0, 0.0, 1.0]])
+    return _moved(g, trimesh.creation.box(extents=extent), centre, matrix_to_quat(R))
 
 
-def _refine_scaled(
-    refine: Callable[..., Any], g: ObjectGeometry, frame: Frame, table: TablePlane, mask: np.ndarray
+def _moved(
+    g: ObjectGeometry, mesh: trimesh.Trimesh, position: np.ndarray, quaternion: np.ndarray | None = None
 ) -> ObjectGeometry:
-    """An upright object moved and its mesh scaled to explain the depth: ``refine`` is
-    :func:`refine_cylinder` (a solid of revolution, a can) or :func:`refine_hull` (a convex hull scaled per
-    axis, a bottle); ``g`` unchanged when it finds nothing."""
-    found = refine(g, frame, table.T_world_cam, mask)
-    if found is None:
-        return g
-    position, scale, _, _ = found
-    mesh = g.mesh.copy()
-    mesh.apply_scale(scale)
+    """``g`` with the refined ``mesh`` (object frame) at ``position`` (m, world), its orientation kept
+    unless ``quaternion`` (w, x, y, z) is given."""
     return dataclasses.replace(
         g,
         mesh=mesh,
-        position=position,
+        position=np.asarray(position, dtype=np.float64),
+        quaternion=g.quaternion if quaternion is None else quaternion,
         extent=np.asarray(mesh.extents, dtype=np.float64),
         pose_source=f"{g.pose_source}+depth_refine",
     )

@@ -4,10 +4,11 @@ A box fitted to its visible points alone (minimum-area rectangle and highest poi
 its faces are seen at a slant and shortened where the silhouette's depth is lost. :func:`refine_box` moves
 its centre, yaw and three edge lengths (bottom kept on the table, z = 0) to minimise, over the pixels around
 its mask, a robust cost computed by casting the pixels' rays at the box analytically (slab test).
-:func:`refine_cylinder` does the same for an upright solid of revolution (a can) with its centre, radius
-and height, the rays cast at the cylinder. :func:`refine_hull` does it for any other upright convex shape (a
-mirror-completed bottle, a can lying on its side): its centre and the scales of its three local axes (about
-its bottom centre, so it stays on the table), the rays cast at the hull's face planes. The cost:
+:func:`refine_frustum` does the same for an upright solid of revolution (a can, or a cup narrower at its
+foot) with its centre, bottom and top radii and height, the rays cast at the frustum. :func:`refine_hull`
+does it for any other upright convex shape (a mirror-completed bottle, a can lying on its side): its centre
+and the scales of its three local axes (about its bottom centre, so it stays on the table), the rays cast at
+the hull's face planes. The cost:
 
 - inside its own mask: the absolute difference between the box's and the measured depth, capped at
   :data:`CAP_M`; a mask pixel the box misses costs the cap (whether or not its depth was measured);
@@ -39,12 +40,12 @@ __all__ = [
     "CAP_M",
     "FREE_M",
     "box_depth",
-    "cylinder_depth",
+    "frustum_depth",
     "hull_depth",
     "mesh_cost",
     "pixel_cost",
     "refine_box",
-    "refine_cylinder",
+    "refine_frustum",
     "refine_hull",
 ]
 
@@ -56,6 +57,8 @@ HIDDEN_M = 0.05 * CAP_M
 """Cost (m) of a pixel outside the mask where a refined hull would be hidden (:func:`refine_hull`)."""
 HULL_GRID_M = 0.004
 """A hull's vertices are snapped to this grid (m) before its face planes are taken."""
+TAPER_GAIN = 0.1
+"""Share of a cylinder's cost a frustum must save to be kept (:func:`refine_frustum`)."""
 MAX_CHANGE = 0.35
 """Largest relative change of an edge the refinement may make."""
 MARGIN_PX = 12
@@ -83,24 +86,35 @@ def box_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.nd
     return np.where(hit, t_near, np.inf)
 
 
-def cylinder_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """Depth at which each ray enters the upright cylinder ``params`` = (cx, cy, radius, height) standing
-    on z = 0 (its side or its top); inf where it misses."""
-    cx, cy, r, hgt = params
-    o = origin - np.array([cx, cy, 0.0])
-    a = dirs[:, 0] ** 2 + dirs[:, 1] ** 2
-    b = 2 * (o[0] * dirs[:, 0] + o[1] * dirs[:, 1])
-    c = o[0] ** 2 + o[1] ** 2 - r**2
-    disc = b**2 - 4 * a * c
+def frustum_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Depth at which each ray enters the upright frustum ``params`` = (cx, cy, bottom radius, top radius,
+    height) standing on z = 0 (its side, or the disc at its end that faces ``origin``); inf where it misses.
+    Equal radii: a cylinder."""
+    cx, cy, r0, r1, hgt = params
+    ox, oy, oz = origin[0] - cx, origin[1] - cy, origin[2]
+    dx, dy, dz = dirs[:, 0], dirs[:, 1], dirs[:, 2]
+    k = (r1 - r0) / hgt  # the radius's change per metre of height
+    rad0 = r0 + k * oz  # the cone's radius at the origin's height
+    # |o_xy + t d_xy|^2 = (rad0 + k t d_z)^2, a quadratic in t; r(z) > 0 on [0, hgt], so no mirrored cone.
+    a = dx * dx + dy * dy - (k * k) * (dz * dz)
+    half_b = ox * dx + oy * dy - (k * rad0) * dz
+    c = ox * ox + oy * oy - rad0 * rad0
+    disc = half_b * half_b - a * c
     root = np.sqrt(np.maximum(disc, 0.0))
-    t_side = (-b - root) / np.maximum(2 * a, 1e-12)
-    z_side = o[2] + t_side * dirs[:, 2]
-    side = (disc >= 0) & (t_side > 0) & (z_side >= 0) & (z_side <= hgt)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_top = (hgt - o[2]) / dirs[:, 2]
-    top_xy = o[:2] + t_top[:, None] * dirs[:, :2]
-    top = np.isfinite(t_top) & (t_top > 0) & (np.sum(top_xy**2, axis=1) <= r**2)
-    return np.minimum(np.where(side, t_side, np.inf), np.where(top, t_top, np.inf))
+    inv_a = 1.0 / np.where(np.abs(a) < 1e-12, 1e-12, a)
+    t = np.full(len(dirs), np.inf)
+    for side in ((-half_b - root) * inv_a, (-half_b + root) * inv_a):
+        z = oz + side * dz
+        t = np.where((disc >= 0) & (side > 0) & (z >= 0) & (z <= hgt) & (side < t), side, t)
+    if oz > hgt or oz < 0:  # a convex solid is entered through a face the origin lies outside of
+        height, radius = (hgt, r1) if oz > hgt else (0.0, r0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_cap = (height - oz) / dz
+        x, y = ox + t_cap * dx, oy + t_cap * dy
+        t = np.where(
+            np.isfinite(t_cap) & (t_cap > 0) & (x * x + y * y <= radius * radius) & (t_cap < t), t_cap, t
+        )
+    return t
 
 
 def hull_depth(normals: np.ndarray, offsets: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
@@ -239,26 +253,44 @@ def refine_box(
     return np.array([p[0], p[1], p[5] / 2]), float(p[2]), np.abs(p[3:6]), before, after
 
 
-def refine_cylinder(
-    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 200
-) -> tuple[np.ndarray, np.ndarray, float, float] | None:
-    """The refined (centre (3,), per-axis scale of the mesh (3,), cost before, cost after) of an upright solid
-    of revolution ``geometry`` (its mesh is scaled, keeping its profile), or None."""
+def refine_frustum(
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 360
+) -> tuple[np.ndarray, float, float, float, float, float] | None:
+    """The refined (centre (3,), bottom radius, top radius, height (m), cost before, cost after) of an
+    upright solid of revolution ``geometry``, or None. First as a cylinder (a can); then its two radii apart
+    (a cup seen without its inside, narrower at its foot), kept only when that lowers the cylinder's cost by
+    :data:`TAPER_GAIN` or more: a taper the depth barely asks for is noise at the silhouette."""
     px = _pixels(frame, T_world_cam, own_mask)
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px
     ext = np.asarray(geometry.extent, dtype=float)
     x0 = np.array([geometry.position[0], geometry.position[1], (ext[0] + ext[1]) / 4, ext[2]], dtype=float)
-    scale = np.array([0.003, 0.003, 0.003, 0.005])
-    found = _minimise(
-        lambda p: pixel_cost(cylinder_depth(p, origin, dirs), depth, own), x0, scale, slice(2, 4), max_evals
+
+    def cost(p: np.ndarray) -> float:
+        return pixel_cost(frustum_depth(p, origin, dirs), depth, own)
+
+    cylinder = _minimise(
+        lambda p: cost(np.insert(p, 3, p[2])), x0, np.array([0.003, 0.003, 0.003, 0.005]), slice(2, 4), 200
     )
-    if found is None:
+    x1 = x0 if cylinder is None else cylinder[0]
+    start = np.insert(x1, 3, x1[2])  # (cx, cy, r, r, h)
+    before, best = (cost(start), cost(start)) if cylinder is None else cylinder[1:]
+    tapered = _minimise(
+        cost, start, np.array([0.003, 0.003, 0.003, 0.003, 0.005]), slice(2, 5), max_evals - 200
+    )
+    if tapered is not None and tapered[2] <= (1.0 - TAPER_GAIN) * best:
+        start, best = tapered[0], tapered[2]
+    if not best < before:
         return None
-    p, before, after = found
-    s = p[2] / x0[2]
-    return np.array([p[0], p[1], p[3] / 2]), np.array([s, s, p[3] / x0[3]]), before, after
+    return (
+        np.array([start[0], start[1], start[4] / 2]),
+        float(start[2]),
+        float(start[3]),
+        float(start[4]),
+        before,
+        best,
+    )
 
 
 def refine_hull(

@@ -51,6 +51,7 @@ __all__ = [
     "ShapeBackendError",
     "ShapeError",
     "complete_shape",
+    "frustum",
     "kind_from_label",
     "outline_kind",
     "scale_and_centre",
@@ -274,6 +275,16 @@ def _revolution(
     mesh.apply_translation(-mesh.bounds.mean(axis=0))
     T = _pose(0.0, [centre[0], centre[1], top / 2])
     return Shape(mesh, T, "rotational", concave, "revolution", "geometric")
+
+
+def frustum(r_bottom: float, r_top: float, height: float, sections: int = 48) -> trimesh.Trimesh:
+    """A closed upright frustum (m; a cylinder for equal radii), centred on its bounding-box centre, z up."""
+    path = np.array([(0.0, 0.0), (r_bottom, 0.0), (r_top, height), (0.0, height)])
+    mesh = trimesh.creation.revolve(path, sections=sections)
+    if mesh.volume < 0:
+        mesh.invert()
+    mesh.apply_translation(-mesh.bounds.mean(axis=0))
+    return mesh
 
 
 def _cylinder_distance(

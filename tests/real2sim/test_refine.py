@@ -13,13 +13,14 @@ from real2sim.fitscore import render_depth
 from real2sim.overlays import look_at
 from real2sim.refine import (
     box_depth,
-    cylinder_depth,
+    frustum_depth,
     hull_depth,
     mesh_cost,
     refine_box,
-    refine_cylinder,
+    refine_frustum,
     refine_hull,
 )
+from real2sim.shape import frustum
 from real2sim.types import ObjectGeometry
 
 K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
@@ -59,7 +60,7 @@ def _hull_depth(mesh: trimesh.Trimesh, dirs: np.ndarray) -> np.ndarray:
     return hull_depth(normals, np.einsum("ij,ij->i", normals, mesh.triangles[:, 0]), T_WORLD_CAM[:3, 3], dirs)
 
 
-def test_box_and_cylinder_depth_agree_with_the_ray_caster() -> None:
+def test_box_and_frustum_depth_agree_with_the_ray_caster() -> None:
     box = trimesh.creation.box((0.09, 0.04, 0.17))
     box.apply_translation((0.0, 0.0, 0.085))
     frame, mask = _scene(box)
@@ -72,8 +73,16 @@ def test_box_and_cylinder_depth_agree_with_the_ray_caster() -> None:
     frame, mask = _scene(can)
     v, u = np.nonzero(mask)
     dirs = _rays(v, u)
-    t = cylinder_depth(np.array([0.0, 0.0, 0.033, 0.1]), T_WORLD_CAM[:3, 3], dirs)
+    t = frustum_depth(np.array([0.0, 0.0, 0.033, 0.033, 0.1]), T_WORLD_CAM[:3, 3], dirs)
     assert np.median(np.abs(t - frame.depth[mask])) < 2e-4
+    cup = frustum(0.028, 0.04, 0.09, sections=256)  # narrower at its foot
+    cup.apply_translation((0.0, 0.0, 0.045))
+    frame, mask = _scene(cup)
+    v, u = np.nonzero(mask | np.roll(mask, 8, axis=1))  # its pixels and some it misses
+    t = frustum_depth(np.array([0.0, 0.0, 0.028, 0.04, 0.09]), T_WORLD_CAM[:3, 3], _rays(v, u))
+    seen = mask[v, u]
+    assert np.median(np.abs(t[seen] - frame.depth[v, u][seen])) < 2e-4
+    assert np.mean(np.isfinite(t) == seen) > 0.99  # hit where the ray caster hits, up to its facets
 
 
 def test_a_thickened_box_shrinks_back_to_its_size() -> None:
@@ -96,11 +105,23 @@ def test_a_too_wide_can_is_narrowed() -> None:
     can.apply_translation((0.0, 0.0, 0.05))
     frame, mask = _scene(can)
     start = _geometry((0.003, -0.002), 0.0, (0.076, 0.076, 0.095))  # 15 % too wide, 5 % too short
-    found = refine_cylinder(start, frame, T_WORLD_CAM, mask)
+    found = refine_frustum(start, frame, T_WORLD_CAM, mask)
     assert found is not None
-    centre, scale, before, after = found
+    centre, r_bottom, r_top, height, before, after = found
     assert after < before
-    assert abs(0.076 * scale[0] - 0.066) < 0.005 and abs(0.095 * scale[2] - 0.1) < 0.005
+    assert abs(r_bottom - 0.033) < 0.0025 and abs(r_top - 0.033) < 0.0025 and abs(height - 0.1) < 0.005
+
+
+def test_a_cup_fitted_as_a_cylinder_narrows_at_its_foot() -> None:
+    cup = frustum(0.028, 0.04, 0.09, sections=256)
+    cup.apply_translation((0.0, 0.0, 0.045))
+    frame, mask = _scene(cup)
+    start = _geometry((0.002, 0.0), 0.0, (0.08, 0.08, 0.09))  # as wide as its rim all the way down
+    found = refine_frustum(start, frame, T_WORLD_CAM, mask)
+    assert found is not None
+    centre, r_bottom, r_top, height, before, after = found
+    assert after < 0.5 * before
+    assert abs(r_bottom - 0.028) < 0.003 and abs(r_top - 0.04) < 0.002, (r_bottom, r_top)
 
 
 def _bottle() -> trimesh.Trimesh:
