@@ -13,6 +13,10 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
   measured surface lies clearly in front of the render (``OCCLUSION_M``) outside every object's mask are
   something not in the scene hiding the object and are left out of both silhouettes, as are pixels measured
   within ``TABLE_BAND_M`` of the table (given the table): depth cannot tell an object's foot from the table;
+- ``table_nearby_residual_m`` (given the table): the median absolute difference between the fitted table
+  plane and the measured depth on the table in a ring around the mask (:data:`NEARBY_PX`): how far the
+  depth itself strays beside the object (noise grows with distance; the plane's own error adds); a depth
+  residual not far above it is about as good as that depth allows;
 - ``verdict``: ``good`` (IoU ≥ 0.85 and residual ≤ 5 mm, the issue-16 targets), ``check`` (IoU ≥ 0.6 and
   residual ≤ 15 mm) or ``poor``.
 
@@ -44,6 +48,11 @@ GOOD = (0.85, 0.005)
 CHECK = (0.6, 0.015)
 #: A measured surface this far (m) in front of the render, outside every mask, is an unmodelled occluder.
 OCCLUSION_M = 0.02
+#: The ring of table pixels around a mask (px from it: from, to) whose plane residual is the depth noise
+#: beside the object (``table_nearby_residual_m``).
+NEARBY_PX = (5, 30)
+#: Fewest table pixels in that ring for a value.
+NEARBY_MIN_PX = 50
 #: Pixels whose measured point lies less than this (m) above the table are left out of both silhouettes: the
 #: segmentation cannot tell an object's bottom edge from the table there (its lowest candidate height).
 TABLE_BAND_M = 0.008
@@ -152,6 +161,7 @@ def fit_scores(
         rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w) * depth_m[..., None]
         height = rays @ np.asarray(table.normal_cam, dtype=np.float64) + float(table.offset_m)
         occluded |= (depth_m > 0) & (height < TABLE_BAND_M)
+    plane_residual = None if table is None else _plane_residual(table, depth_m, K, any_mask | (index >= 0))
     scores: dict[str, Any] = {"objects": {}}
     for i, name in enumerate(names):
         mask = masks.get(name)
@@ -165,16 +175,41 @@ def fit_scores(
             }
             continue
         scores["objects"][name] = _object_score(rendered, mask & ~occluded, depth_r, depth_m)
-    if table is not None:
-        on_table = np.asarray(table.inliers, bool) & (index < 0) & ~any_mask & (depth_m > 0)
-        if on_table.any():
-            rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w)[on_table]
-            denom = rays @ np.asarray(table.normal_cam, dtype=np.float64)
-            plane = -float(table.offset_m) / np.where(np.abs(denom) > 1e-9, denom, 1e-9)
-            res = float(np.median(np.abs(plane - depth_m[on_table])))
-            scores["table"] = {"depth_residual_m": round(res, 5), "px": int(on_table.sum())}
+        if plane_residual is not None:
+            scores["objects"][name]["table_nearby_residual_m"] = _nearby(plane_residual, mask)
+    if plane_residual is not None and np.isfinite(plane_residual).any():
+        res = float(np.nanmedian(plane_residual))
+        scores["table"] = {"depth_residual_m": round(res, 5), "px": int(np.isfinite(plane_residual).sum())}
     renders = {"depth": depth_r, "index": index, "normals": normals, "occluded": occluded}
     return scores, renders
+
+
+def _plane_residual(table: Any, depth_m: np.ndarray, K: np.ndarray, covered: np.ndarray) -> np.ndarray:
+    """Absolute difference (m; NaN elsewhere) between the fitted table plane's and the measured depth on the
+    table's inlier pixels that no object's mask or render covers."""
+    h, w = depth_m.shape
+    on_table = np.asarray(table.inliers, bool) & ~covered & (depth_m > 0)
+    rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w)[on_table]
+    denom = rays @ np.asarray(table.normal_cam, dtype=np.float64)
+    plane = -float(table.offset_m) / np.where(np.abs(denom) > 1e-9, denom, 1e-9)
+    out = np.full((h, w), np.nan)
+    out[on_table] = np.abs(plane - depth_m[on_table])
+    return out
+
+
+def _nearby(plane_residual: np.ndarray, mask: np.ndarray) -> float | None:
+    """Median of ``plane_residual`` (m) over the table in a ring :data:`NEARBY_PX` pixels around ``mask``:
+    the depth's noise and the plane's error beside the object; None where no table shows there."""
+    import cv2
+
+    inner, outer = NEARBY_PX
+    m = mask.astype(np.uint8)
+    ring = (cv2.dilate(m, np.ones((2 * outer + 1,) * 2, np.uint8)) > 0) & ~(
+        cv2.dilate(m, np.ones((2 * inner + 1,) * 2, np.uint8)) > 0
+    )
+    values = plane_residual[ring]
+    values = values[np.isfinite(values)]
+    return round(float(np.median(values)), 5) if len(values) >= NEARBY_MIN_PX else None
 
 
 def score_geometries(

@@ -50,6 +50,8 @@ def fit_warnings_for(fit: Mapping[str, Any], names: list[str] | tuple[str, ...])
         iou = round(float(s.get("iou", 0.0)), 3)
         how = "poorly" if s["verdict"] == "poor" else "only roughly"
         res_txt = "no depth under it" if res_mm is None else f"median depth residual {res_mm} mm"
+        if res_mm is not None and s.get("table_nearby_residual_m") is not None:
+            res_txt += f", the table's beside it {1000 * float(s['table_nearby_residual_m']):.1f} mm"
         out.append(
             {
                 "object": name,

@@ -329,8 +329,9 @@ def bench_real(
         if fit is not None:
             entry["iou"] = fit["iou"]
             entry["verdict"] = fit["verdict"]
-            if fit.get("depth_residual_m") is not None:
-                entry["depth_residual_mm"] = round(1000 * fit["depth_residual_m"], 3)
+            for key in ("depth_residual", "table_nearby_residual"):  # the latter: the depth's noise beside it
+                if fit.get(f"{key}_m") is not None:
+                    entry[f"{key}_mm"] = round(1000 * fit[f"{key}_m"], 3)
         if name in result.geometries:
             g = result.geometries[name]
             est = np.sort(np.asarray(g.extent, dtype=float))
@@ -623,7 +624,7 @@ def _summarise(
 def format_table(result: dict[str, Any]) -> str:
     """One line per object: frame, object, errors."""
     head = f"{'frame':<34} {'object':<18} {'pos cm':>7} {'rot deg':>8} {'ext %':>6} {'IoU':>5} {'s':>5}"
-    lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} verdict"]
+    lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} {'near mm':>7} verdict"]
     for r in result["rendered"] + result["real"]:
         if "error" in r:
             lines.append(f"{r['frame']:<34} error: {r['error']}")
@@ -641,7 +642,8 @@ def format_table(result: dict[str, Any]) -> str:
             lines.append(
                 f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
                 f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
-                f"{f('depth_residual_mm', '6.1f'):>6} {o.get('verdict', '')}"
+                f"{f('depth_residual_mm', '6.1f'):>6} {f('table_nearby_residual_mm', '7.1f'):>7} "
+                f"{o.get('verdict', '')}"
             )
     for r in result["real"]:
         if r.get("expected_objects") is not None and r.get("regions") is not None:

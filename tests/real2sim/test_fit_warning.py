@@ -23,7 +23,12 @@ TASK = "non_toppling_push"  # carton and blue_box
 
 FIT = {
     "objects": {
-        "carton": {"iou": 0.52, "depth_residual_m": 0.021, "verdict": "poor"},
+        "carton": {
+            "iou": 0.52,
+            "depth_residual_m": 0.021,
+            "table_nearby_residual_m": 0.0036,
+            "verdict": "poor",
+        },
         "blue_box": {"iou": 0.91, "depth_residual_m": 0.002, "verdict": "good"},
         "object_3": {"iou": 0.3, "depth_residual_m": 0.03, "verdict": "poor"},  # not in the task scene
     }
@@ -55,6 +60,7 @@ def test_warnings_name_the_poor_and_rough_fits_of_scene_objects_only() -> None:
     warnings = fit_warnings_for(fit, ["blue_box", "carton"])
     assert [(w["object"], w["verdict"]) for w in warnings] == [("carton", "poor"), ("blue_box", "check")]
     assert warnings[0]["iou"] == 0.52 and warnings[0]["depth_residual_mm"] == 21.0
+    assert "the table's beside it 3.6 mm" in warnings[0]["message"]  # how noisy the depth is there
     assert warnings[1]["depth_residual_mm"] is None and "no depth" in warnings[1]["message"]
     assert fit_warnings_for(FIT, ["blue_box"]) == []
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import trimesh
 
@@ -54,6 +56,22 @@ def test_an_unmodelled_occluder_is_left_out_of_both_silhouettes() -> None:
     depth = np.where(hidden, 0.6, depth)
     scores, _ = fit_scores(["box"], truth, {"box": mask & ~hidden}, depth, T_WORLD_CAM, K)
     assert scores["objects"]["box"]["iou"] == 1.0
+
+
+def test_the_table_beside_each_object_says_how_noisy_its_depth_is() -> None:
+    """Two boxes before a plane 1.2 m away (the table, seen head-on here), the depth noisy (4 mm) on the
+    left half only: the left box's ring of table carries that noise, the right one's none."""
+    boxes = [_box((-0.1, 0, 1.0), (0.08, 0.08, 0.08)), _box((0.1, 0, 1.0), (0.08, 0.08, 0.08))]
+    depth, index, _ = render_depth(boxes, T_WORLD_CAM, K, H, W)
+    depth = np.where(index >= 0, depth, 1.2)
+    left = np.arange(W)[None, :] < W // 2
+    depth = depth + np.where(left, np.random.default_rng(1).normal(0, 0.004, depth.shape), 0.0)
+    table = types.SimpleNamespace(inliers=index < 0, normal_cam=np.array([0.0, 0.0, -1.0]), offset_m=1.2)
+    masks = {"a": index == 0, "b": index == 1}
+    scores, _ = fit_scores(["a", "b"], boxes, masks, depth, T_WORLD_CAM, K, table)
+    noisy, quiet = (scores["objects"][n]["table_nearby_residual_m"] for n in ("a", "b"))
+    assert 0.002 < noisy < 0.004 and quiet < 1e-6  # median |N(0, 4 mm)| = 2.7 mm
+    assert scores["table"]["px"] == int((index < 0).sum())  # the whole table's residual: every table pixel
 
 
 def test_scores_are_bit_identical_across_runs() -> None:

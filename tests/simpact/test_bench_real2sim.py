@@ -97,6 +97,7 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
         and mustard["depth_residual_mm"] < 5.0
         and mustard["verdict"] in ("good", "check")
     )
+    assert 0.0 < mustard["table_nearby_residual_mm"] < 2.0  # the table beside it: the depth's noise there
     assert mustard["reference"] == "ycb" and "pc_extent_pct" in mustard  # the shipped points: information
     # The green bowl is not the YCB bowl (8 cm tall, not 5.5): scored against its own shipped points.
     bowl = bowl_frame["objects"]["green_bowl"]
