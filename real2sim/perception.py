@@ -20,7 +20,7 @@ import numpy as np
 import trimesh
 
 from real2sim.pose import estimate_pose
-from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull
+from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull, refine_vessel
 from real2sim.segment import AssignFn, segment
 from real2sim.shape import (
     ShapeBackendError,
@@ -258,8 +258,9 @@ def _refined(frame: Frame, table: TablePlane, seg: Segment, g: ObjectGeometry) -
     if g.symmetry == "rotational" and not g.concave:
         cone = refine_frustum(g, frame, table.T_world_cam, seg.mask)
         return g if cone is None else _moved(g, frustum(*cone[1:4]), cone[0])
-    if g.symmetry == "mirror":  # a mirror-completed hull (a bottle): scaled per axis
-        found = refine_hull(g, frame, table.T_world_cam, seg.mask)
+    if g.symmetry in ("rotational", "mirror"):  # an open vessel, a mirror-completed hull (a bottle): scaled
+        refine = refine_vessel if g.symmetry == "rotational" else refine_hull
+        found = refine(g, frame, table.T_world_cam, seg.mask)
         if found is None:
             return g
         mesh = g.mesh.copy()

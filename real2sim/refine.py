@@ -8,7 +8,8 @@ its mask, a robust cost computed by casting the pixels' rays at the box analytic
 foot) with its centre, bottom and top radii and height, the rays cast at the frustum. :func:`refine_hull`
 does it for any other upright convex shape (a mirror-completed bottle, a can lying on its side): its centre
 and the scales of its three local axes (about its bottom centre, so it stays on the table), the rays cast at
-the hull's face planes. The cost:
+the hull's face planes; :func:`refine_vessel` for an open vessel (a cup, a bowl), its measured profile
+scaled across and in height, the rays cast at its mesh. The cost:
 
 - inside its own mask: the absolute difference between the box's and the measured depth, capped at
   :data:`CAP_M`; a mask pixel the box misses costs the cap (whether or not its depth was measured);
@@ -47,6 +48,7 @@ __all__ = [
     "refine_box",
     "refine_frustum",
     "refine_hull",
+    "refine_vessel",
 ]
 
 CAP_M = 0.02
@@ -291,6 +293,46 @@ def refine_frustum(
         before,
         best,
     )
+
+
+def refine_vessel(
+    geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 200
+) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """The refined (position (3,), per-axis scale of the mesh about its bottom centre (3,), cost before, cost
+    after) of an upright open vessel ``geometry`` (a cup, a bowl: its measured profile kept, scaled across
+    and in height) moved on the table, the rays cast at its mesh (Open3D), so that its inside seen through
+    the opening counts; or None."""
+    import open3d
+
+    px = _pixels(frame, T_world_cam, own_mask)
+    if _yaw_if_upright(geometry) is None or px is None:
+        return None
+    origin, dirs, depth, own = px
+    o3d: Any = open3d
+    R = quat_to_matrix(geometry.quaternion)
+    bottom = np.array([0.0, 0.0, float(geometry.mesh.bounds[0, 2])])
+    base = np.asarray(geometry.position, dtype=float) + R @ bottom
+    scene = o3d.t.geometry.RaycastingScene()
+    scene.add_triangles(
+        o3d.core.Tensor((np.asarray(geometry.mesh.vertices) - bottom).astype(np.float32)),
+        o3d.core.Tensor(np.asarray(geometry.mesh.faces, dtype=np.uint32)),
+    )
+    d_local = dirs @ R  # rows: R.T @ d
+
+    def cost(p: np.ndarray) -> float:  # p: the bottom centre (world x, y), the scales across and in height
+        s = np.array([p[2], p[2], p[3]])
+        o_local = R.T @ (origin - np.array([p[0], p[1], base[2]]))
+        rays = np.column_stack([np.broadcast_to(o_local / s, d_local.shape), d_local / s])
+        t = scene.cast_rays(o3d.core.Tensor(rays.astype(np.float32)))["t_hit"].numpy().astype(np.float64)
+        return pixel_cost(np.where(np.isfinite(t), t, np.inf), depth, own)
+
+    x0 = np.array([base[0], base[1], 1.0, 1.0])
+    found = _minimise(cost, x0, np.array([0.003, 0.003, 0.05, 0.05]), slice(2, 4), max_evals)
+    if found is None:
+        return None
+    p, before, after = found
+    s = np.array([p[2], p[2], p[3]])
+    return np.array([p[0], p[1], base[2]]) - R @ (bottom * s), s, before, after
 
 
 def refine_hull(

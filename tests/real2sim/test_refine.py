@@ -19,6 +19,7 @@ from real2sim.refine import (
     refine_box,
     refine_frustum,
     refine_hull,
+    refine_vessel,
 )
 from real2sim.shape import frustum
 from real2sim.types import ObjectGeometry
@@ -122,6 +123,36 @@ def test_a_cup_fitted_as_a_cylinder_narrows_at_its_foot() -> None:
     centre, r_bottom, r_top, height, before, after = found
     assert after < 0.5 * before
     assert abs(r_bottom - 0.028) < 0.003 and abs(r_top - 0.04) < 0.002, (r_bottom, r_top)
+
+
+def _cup() -> trimesh.Trimesh:
+    """An open cup standing on z = 0 about the z axis: 6 cm wide at its foot, 8 cm at its rim, 8 cm tall,
+    a 4 mm wall and floor."""
+    path = [(0, 0), (0.03, 0), (0.04, 0.08), (0.036, 0.08), (0.026, 0.004), (0, 0.004)]
+    cup = trimesh.creation.revolve(np.asarray(path, dtype=float), sections=128)
+    if cup.volume < 0:
+        cup.invert()
+    return cup
+
+
+def test_an_open_cup_too_wide_and_too_short_is_scaled_back() -> None:
+    truth = _cup()
+    frame, mask = _scene(truth)
+    start = _cup()
+    start.apply_scale((1.2, 1.2, 0.9))
+    start.apply_translation(-start.bounds.mean(axis=0))
+    geometry = types.SimpleNamespace(
+        mesh=start,
+        position=np.array([0.003, -0.002, start.extents[2] / 2]),
+        quaternion=np.array([1.0, 0.0, 0.0, 0.0]),
+        extent=np.asarray(start.extents),
+    )
+    found = refine_vessel(geometry, frame, T_WORLD_CAM, mask)
+    assert found is not None
+    position, scale, before, after = found
+    assert after < 0.3 * before
+    assert np.allclose(scale, (1 / 1.2, 1 / 1.2, 1 / 0.9), rtol=0.04), scale
+    assert np.linalg.norm(position[:2]) < 0.002 and abs(position[2] - 0.04) < 0.003, position
 
 
 def _bottle() -> trimesh.Trimesh:
