@@ -8,8 +8,8 @@ its mask, a robust cost computed by casting the pixels' rays at the box analytic
 foot) with its centre, bottom and top radii and height, the rays cast at the frustum. :func:`refine_hull`
 does it for any other upright convex shape (a mirror-completed bottle, a can lying on its side): its centre
 and the scales of its three local axes (about its bottom centre, so it stays on the table), the rays cast at
-the hull's face planes; :func:`refine_vessel` for an open vessel (a cup, a bowl), its measured profile
-scaled across and in height, the rays cast at its mesh. The cost:
+the hull (Open3D, :class:`ScaledMesh`); :func:`refine_vessel` for an open vessel (a cup, a bowl), its
+measured profile scaled across and in height, the rays cast at its mesh. The cost:
 
 - inside its own mask: the absolute difference between the box's and the measured depth, capped at
   :data:`CAP_M`; a mask pixel the box misses costs the cap (whether or not its depth was measured);
@@ -39,10 +39,10 @@ from simpact.core.rotations import quat_to_matrix
 
 __all__ = [
     "CAP_M",
+    "ScaledMesh",
     "FREE_M",
     "box_depth",
     "frustum_depth",
-    "hull_depth",
     "mesh_cost",
     "pixel_cost",
     "refine_box",
@@ -57,10 +57,10 @@ FREE_M = 0.01
 """A measured surface this far (m) behind the box is free space the box must not fill."""
 HIDDEN_M = 0.05 * CAP_M
 """Cost (m) of a pixel outside the mask where a refined hull would be hidden (:func:`refine_hull`)."""
-HULL_GRID_M = 0.004
-"""A hull's vertices are snapped to this grid (m) before its face planes are taken."""
 TAPER_GAIN = 0.1
 """Share of a cylinder's cost a frustum must save to be kept (:func:`refine_frustum`)."""
+HULL_GRID_M = 0.004
+"""A convex hull is taken of the mesh's vertices snapped to this grid (m)."""
 MAX_CHANGE = 0.35
 """Largest relative change of an edge the refinement may make."""
 MARGIN_PX = 12
@@ -117,22 +117,6 @@ def frustum_depth(params: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> n
             np.isfinite(t_cap) & (t_cap > 0) & (x * x + y * y <= radius * radius) & (t_cap < t), t_cap, t
         )
     return t
-
-
-def hull_depth(normals: np.ndarray, offsets: np.ndarray, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """Depth at which each ray (``origin`` (3,), ``dirs`` (N, 3), camera z = 1) enters the convex polytope
-    {x : normals @ x <= offsets} (``normals`` (F, 3), need not be unit; ``offsets`` (F,)); inf where it
-    misses."""
-    num = offsets - normals @ origin  # (F,)
-    den = dirs @ normals.T  # (N, F)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = num / den
-    parallel = np.abs(den) < 1e-12
-    outside = np.any(parallel & (num < 0), axis=1)  # parallel to a face and beyond it
-    t_near = np.max(np.where(den < -1e-12, ratio, -np.inf), axis=1)
-    t_far = np.min(np.where(den > 1e-12, ratio, np.inf), axis=1)
-    hit = ~outside & (t_near <= t_far) & (t_near > 0)
-    return np.where(hit, t_near, np.inf)
 
 
 def pixel_cost(t: np.ndarray, depth: np.ndarray, own: np.ndarray, hidden_m: float = 0.0) -> float:
@@ -295,44 +279,72 @@ def refine_frustum(
     )
 
 
+class ScaledMesh:
+    """The depth render of an upright mesh (``geometry``'s, or its convex hull) from the photo's camera along
+    ``dirs`` (N, 3; camera z = 1) from ``origin`` (3,), with its bottom centre placed at (x, y) on the table
+    and its axes scaled about that point. The rays are mapped into the unscaled mesh's frame (a ray keeps
+    its parameter under the map), so one Open3D ray-casting scene serves every step of a search."""
+
+    def __init__(self, geometry: Any, origin: np.ndarray, dirs: np.ndarray, convex: bool = False) -> None:
+        import open3d
+
+        self._o3d: Any = open3d
+        mesh = geometry.mesh
+        if convex:  # of its vertices snapped to a grid, as the hull's face planes were taken before
+            snapped = np.round(np.asarray(mesh.vertices) / HULL_GRID_M) * HULL_GRID_M
+            mesh = trimesh.convex.convex_hull(np.unique(snapped, axis=0))
+        self.R = quat_to_matrix(geometry.quaternion)
+        self.bottom = np.array([0.0, 0.0, float(geometry.mesh.bounds[0, 2])])  # object frame
+        self.base = np.asarray(geometry.position, dtype=float) + self.R @ self.bottom  # world, on the table
+        self._scene = self._o3d.t.geometry.RaycastingScene()
+        self._scene.add_triangles(
+            self._o3d.core.Tensor((np.asarray(mesh.vertices) - self.bottom).astype(np.float32)),
+            self._o3d.core.Tensor(np.asarray(mesh.faces, dtype=np.uint32)),
+        )
+        self._origin = np.asarray(origin, dtype=float)
+        self._dirs = np.asarray(dirs, dtype=float) @ self.R  # rows: R.T @ d
+
+    def depth(self, x: float, y: float, scale: np.ndarray) -> np.ndarray:
+        """Depth (N,; inf where missed) of the mesh, bottom centre at world (``x``, ``y``), scaled by
+        ``scale`` (3,) along its axes."""
+        o = self.R.T @ (self._origin - np.array([x, y, self.base[2]])) / scale
+        rays = np.column_stack([np.broadcast_to(o, self._dirs.shape), self._dirs / scale])
+        t = self._scene.cast_rays(self._o3d.core.Tensor(rays.astype(np.float32)))["t_hit"].numpy()
+        return np.where(np.isfinite(t), t.astype(np.float64), np.inf)
+
+    def position(self, x: float, y: float, scale: np.ndarray) -> np.ndarray:
+        """World position (m) of the scaled mesh's bounding-box centre (its object frame's origin)."""
+        return np.array([x, y, self.base[2]]) - self.R @ (self.bottom * scale)
+
+
 def refine_vessel(
     geometry: Any, frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray, max_evals: int = 200
 ) -> tuple[np.ndarray, np.ndarray, float, float] | None:
     """The refined (position (3,), per-axis scale of the mesh about its bottom centre (3,), cost before, cost
     after) of an upright open vessel ``geometry`` (a cup, a bowl: its measured profile kept, scaled across
-    and in height) moved on the table, the rays cast at its mesh (Open3D), so that its inside seen through
-    the opening counts; or None."""
-    import open3d
-
+    and in height) moved on the table, the rays cast at its mesh, so that its inside seen through the
+    opening counts; or None."""
     px = _pixels(frame, T_world_cam, own_mask)
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px
-    o3d: Any = open3d
-    R = quat_to_matrix(geometry.quaternion)
-    bottom = np.array([0.0, 0.0, float(geometry.mesh.bounds[0, 2])])
-    base = np.asarray(geometry.position, dtype=float) + R @ bottom
-    scene = o3d.t.geometry.RaycastingScene()
-    scene.add_triangles(
-        o3d.core.Tensor((np.asarray(geometry.mesh.vertices) - bottom).astype(np.float32)),
-        o3d.core.Tensor(np.asarray(geometry.mesh.faces, dtype=np.uint32)),
+    mesh = ScaledMesh(geometry, origin, dirs)
+
+    def scale(p: np.ndarray) -> np.ndarray:  # p: the bottom centre (world x, y), the scales across, in height
+        return np.array([p[2], p[2], p[3]])
+
+    x0 = np.array([mesh.base[0], mesh.base[1], 1.0, 1.0])
+    found = _minimise(
+        lambda p: pixel_cost(mesh.depth(p[0], p[1], scale(p)), depth, own),
+        x0,
+        np.array([0.003, 0.003, 0.05, 0.05]),
+        slice(2, 4),
+        max_evals,
     )
-    d_local = dirs @ R  # rows: R.T @ d
-
-    def cost(p: np.ndarray) -> float:  # p: the bottom centre (world x, y), the scales across and in height
-        s = np.array([p[2], p[2], p[3]])
-        o_local = R.T @ (origin - np.array([p[0], p[1], base[2]]))
-        rays = np.column_stack([np.broadcast_to(o_local / s, d_local.shape), d_local / s])
-        t = scene.cast_rays(o3d.core.Tensor(rays.astype(np.float32)))["t_hit"].numpy().astype(np.float64)
-        return pixel_cost(np.where(np.isfinite(t), t, np.inf), depth, own)
-
-    x0 = np.array([base[0], base[1], 1.0, 1.0])
-    found = _minimise(cost, x0, np.array([0.003, 0.003, 0.05, 0.05]), slice(2, 4), max_evals)
     if found is None:
         return None
     p, before, after = found
-    s = np.array([p[2], p[2], p[3]])
-    return np.array([p[0], p[1], base[2]]) - R @ (bottom * s), s, before, after
+    return mesh.position(p[0], p[1], scale(p)), scale(p), before, after
 
 
 def refine_hull(
@@ -352,34 +364,16 @@ def refine_hull(
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px
-    R = quat_to_matrix(geometry.quaternion)
-    # Its face planes, from the hull of its vertices snapped to a grid (a few dozen planes, not hundreds).
-    snapped = np.unique(np.round(np.asarray(geometry.mesh.vertices) / HULL_GRID_M) * HULL_GRID_M, axis=0)
-    hull = trimesh.convex.convex_hull(snapped)
-    bottom = np.array([0.0, 0.0, float(geometry.mesh.bounds[0, 2])])  # scaled about this point (on the table)
-    normals = np.asarray(hull.face_normals, dtype=float)
-    offsets = np.einsum("ij,ij->i", normals, np.asarray(hull.triangles[:, 0], dtype=float) - bottom)
-    keep = np.unique(np.round(np.column_stack([normals, offsets]), 6), axis=0, return_index=True)[1]
-    normals, offsets = normals[keep], offsets[keep]
-    d_local = dirs @ R  # rows: R.T @ d
+    hull = ScaledMesh(geometry, origin, dirs, convex=True)
     size = np.asarray(geometry.mesh.extents, dtype=float)
 
-    def scales(p: np.ndarray) -> np.ndarray:
-        return np.asarray(p[2:5], dtype=float) / size
-
-    # The parameters: the bottom centre's position on the table (world x, y), then the three sizes (m).
-    base = np.asarray(geometry.position, dtype=float) + R @ bottom
-
-    def cost(p: np.ndarray) -> float:
-        s = scales(p)
+    def cost(p: np.ndarray) -> float:  # p: the bottom centre on the table (world x, y), the three sizes (m)
+        s = p[2:5] / size
         if np.any(np.abs(s - 1.0) > MAX_CHANGE):  # both stages together stay within MAX_CHANGE
             return 1e9
-        # The camera in the object's axes, from the bottom centre placed at (p[0], p[1]) on the table.
-        o_local = R.T @ (origin - np.array([p[0], p[1], base[2]]))
-        t = hull_depth(normals / s, offsets, o_local, d_local)
-        return pixel_cost(t, depth, own, hidden_m)
+        return pixel_cost(hull.depth(p[0], p[1], s), depth, own, hidden_m)
 
-    x0 = np.concatenate([base[:2], size])
+    x0 = np.concatenate([hull.base[:2], size])
     scale = np.array([0.003, 0.003, 0.004, 0.004, 0.004])
     # The sizes first with the centre kept (the centre moving alone can slide a shape behind a neighbour),
     # then all together from there.
@@ -396,6 +390,5 @@ def refine_hull(
     before = float(cost(x0))
     if not after < before:
         return None
-    s = scales(p)
-    position = np.array([p[0], p[1], base[2]]) - R @ (bottom * s)
-    return position, s, before, after
+    s = p[2:5] / size
+    return hull.position(p[0], p[1], s), s, before, after

@@ -12,9 +12,9 @@ import trimesh
 from real2sim.fitscore import render_depth
 from real2sim.overlays import look_at
 from real2sim.refine import (
+    ScaledMesh,
     box_depth,
     frustum_depth,
-    hull_depth,
     mesh_cost,
     refine_box,
     refine_frustum,
@@ -53,12 +53,6 @@ def _rays(v: np.ndarray, u: np.ndarray) -> np.ndarray:
     """World directions of the camera rays through pixels (row ``v``, column ``u``), unit depth."""
     y = (v - K[1, 2]) / K[1, 1]
     return np.stack([(u - K[0, 2]) / K[0, 0], y, np.ones_like(y)], axis=1) @ T_WORLD_CAM[:3, :3].T
-
-
-def _hull_depth(mesh: trimesh.Trimesh, dirs: np.ndarray) -> np.ndarray:
-    """:func:`hull_depth` of a convex mesh's face planes along ``dirs`` from the camera."""
-    normals = mesh.face_normals
-    return hull_depth(normals, np.einsum("ij,ij->i", normals, mesh.triangles[:, 0]), T_WORLD_CAM[:3, 3], dirs)
 
 
 def test_box_and_frustum_depth_agree_with_the_ray_caster() -> None:
@@ -165,22 +159,26 @@ def _bottle() -> trimesh.Trimesh:
     return trimesh.convex.convex_hull(np.vstack(pts))
 
 
-def test_hull_depth_agrees_with_box_depth_and_the_ray_caster() -> None:
-    box = trimesh.creation.box((0.09, 0.04, 0.17))
-    box.apply_translation((0.0, 0.0, 0.085))
-    frame, mask = _scene(box)
-    v, u = np.nonzero(mask | np.roll(mask, 6, axis=1))  # its pixels and some it misses
-    dirs = _rays(v, u)
-    t = _hull_depth(box, dirs)
-    expected = box_depth(np.array([0.0, 0.0, 0.0, 0.09, 0.04, 0.17]), T_WORLD_CAM[:3, 3], dirs)
-    assert np.array_equal(np.isinf(t), np.isinf(expected)) and np.isinf(t).any()
-    assert np.max(np.abs(t[np.isfinite(t)] - expected[np.isfinite(t)])) < 1e-9
+def test_a_scaled_mesh_renders_as_the_ray_caster_renders_the_scaled_mesh() -> None:
     bottle = _bottle()
-    frame, mask = _scene(bottle)
-    v, u = np.nonzero(mask)
-    dirs = _rays(v, u)
-    t = _hull_depth(bottle, dirs)
-    assert np.median(np.abs(t - frame.depth[mask])) < 1e-5
+    bottle.apply_translation(-bottle.bounds.mean(axis=0))  # the object frame: its bounding box's centre
+    geometry = types.SimpleNamespace(
+        mesh=bottle, position=np.array([0.0, 0.0, 0.095]), quaternion=np.array([1.0, 0.0, 0.0, 0.0])
+    )
+    scale, x, y = np.array([1.2, 0.8, 1.1]), 0.01, -0.02
+    truth = bottle.copy()
+    truth.apply_translation((0.0, 0.0, -bottle.bounds[0, 2]))  # its bottom centre at the origin
+    truth.apply_scale(scale)
+    truth.apply_translation((x, y, 0.0))
+    frame, mask = _scene(truth)
+    v, u = np.nonzero(mask | np.roll(mask, 6, axis=1))  # its pixels and some it misses
+    mesh = ScaledMesh(geometry, T_WORLD_CAM[:3, 3], _rays(v, u))
+    t = mesh.depth(x, y, scale)
+    seen = mask[v, u]
+    assert np.mean(np.isfinite(t) != seen) < 0.002  # up to a silhouette pixel or two (float32 rays)
+    both = seen & np.isfinite(t)
+    assert np.percentile(np.abs(t[both] - frame.depth[v, u][both]), 99) < 1e-4
+    assert np.allclose(mesh.position(x, y, scale), (x, y, 0.19 * 1.1 / 2))
 
 
 def test_a_too_thin_bottle_hull_is_widened_to_its_silhouette() -> None:
