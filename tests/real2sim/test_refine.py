@@ -129,19 +129,24 @@ def _cup() -> trimesh.Trimesh:
     return cup
 
 
+def _misfit(truth: trimesh.Trimesh, scale: tuple[float, ...], xy: tuple[float, float]) -> Any:
+    """An upright object's starting fit: ``truth`` (standing on z = 0) scaled by ``scale`` and moved to
+    ``xy`` (m), its mesh in the object frame (centred on its bounding box)."""
+    mesh = truth.copy()
+    mesh.apply_scale(scale)
+    mesh.apply_translation(-mesh.bounds.mean(axis=0))
+    return types.SimpleNamespace(
+        mesh=mesh,
+        position=np.array([xy[0], xy[1], mesh.extents[2] / 2]),
+        quaternion=np.array([1.0, 0.0, 0.0, 0.0]),
+        extent=np.asarray(mesh.extents),
+    )
+
+
 def test_an_open_cup_too_wide_and_too_short_is_scaled_back() -> None:
     truth = _cup()
     frame, mask = _scene(truth)
-    start = _cup()
-    start.apply_scale((1.2, 1.2, 0.9))
-    start.apply_translation(-start.bounds.mean(axis=0))
-    geometry = types.SimpleNamespace(
-        mesh=start,
-        position=np.array([0.003, -0.002, start.extents[2] / 2]),
-        quaternion=np.array([1.0, 0.0, 0.0, 0.0]),
-        extent=np.asarray(start.extents),
-    )
-    found = refine_vessel(geometry, frame, T_WORLD_CAM, mask)
+    found = refine_vessel(_misfit(truth, (1.2, 1.2, 0.9), (0.003, -0.002)), frame, T_WORLD_CAM, mask)
     assert found is not None
     position, scale, before, after = found
     assert after < 0.3 * before
@@ -184,20 +189,12 @@ def test_a_scaled_mesh_renders_as_the_ray_caster_renders_the_scaled_mesh() -> No
 def test_a_too_thin_bottle_hull_is_widened_to_its_silhouette() -> None:
     truth = _bottle()
     frame, mask = _scene(truth)
-    small = truth.copy()
-    small.apply_scale((0.85, 0.85, 0.95))  # a hull 15 % too narrow and thin, 5 % too short
-    small.apply_translation(-small.bounds.mean(axis=0))
-    start = types.SimpleNamespace(
-        mesh=small,
-        position=np.array([0.002, -0.002, small.extents[2] / 2]),
-        quaternion=np.array([1.0, 0.0, 0.0, 0.0]),
-        extent=np.asarray(small.extents),
-    )
+    start = _misfit(truth, (0.85, 0.85, 0.95), (0.002, -0.002))  # 15 % too narrow and thin, 5 % too short
     found = refine_hull(start, frame, T_WORLD_CAM, mask)
     assert found is not None
     position, scale, before, after = found
     assert after < before
-    extent = small.extents * scale
+    extent = start.mesh.extents * scale
     assert np.max(np.abs(extent - truth.extents) / truth.extents) < 0.06, extent
     assert abs(position[2] - extent[2] / 2) < 1e-9  # still standing on the table
     assert np.linalg.norm(position[:2]) < 0.004
