@@ -251,8 +251,9 @@ def _reconstruct(fit: _Fitting, seg: Segment, pts: np.ndarray, kind: str | None 
 
 def _refined(frame: Frame, table: TablePlane, seg: Segment, g: ObjectGeometry) -> ObjectGeometry:
     """An upright object moved and resized to explain the depth around its mask (:mod:`real2sim.refine`):
-    a box (:func:`refine_box`), a solid of revolution redrawn as a frustum (:func:`refine_frustum`) or a
-    mirror-completed hull (:func:`refine_hull`); ``g`` unchanged for other shapes and small objects."""
+    a box (:func:`refine_box`), a solid of revolution redrawn as a frustum (:func:`refine_frustum`), an open
+    vessel (:func:`refine_vessel`) or a mirror-completed hull (:func:`refine_hull`) scaled; ``g`` unchanged
+    for other shapes and small objects."""
     if g.shape_source != "geometric" or float(np.max(g.extent)) < MIN_REFINE_SIZE_M:
         return g  # small objects (beans): a few pixels wide, their masks often cut from a touching group
     if g.symmetry == "rotational" and not g.concave:

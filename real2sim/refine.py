@@ -39,8 +39,8 @@ from simpact.core.rotations import quat_to_matrix
 
 __all__ = [
     "CAP_M",
-    "ScaledMesh",
     "FREE_M",
+    "ScaledMesh",
     "box_depth",
     "frustum_depth",
     "mesh_cost",
@@ -261,7 +261,7 @@ def refine_frustum(
     )
     x1 = x0 if cylinder is None else cylinder[0]
     start = np.insert(x1, 3, x1[2])  # (cx, cy, r, r, h)
-    before, best = (cost(start), cost(start)) if cylinder is None else cylinder[1:]
+    before, best = (cost(start),) * 2 if cylinder is None else cylinder[1:]
     tapered = _minimise(
         cost, start, np.array([0.003, 0.003, 0.003, 0.003, 0.005]), slice(2, 5), max_evals - 200
     )
@@ -290,7 +290,7 @@ class ScaledMesh:
 
         self._o3d: Any = open3d
         mesh = geometry.mesh
-        if convex:  # of its vertices snapped to a grid, as the hull's face planes were taken before
+        if convex:  # of its vertices snapped to a grid: a few dozen faces, not hundreds
             snapped = np.round(np.asarray(mesh.vertices) / HULL_GRID_M) * HULL_GRID_M
             mesh = trimesh.convex.convex_hull(np.unique(snapped, axis=0))
         self.R = quat_to_matrix(geometry.quaternion)
