@@ -114,7 +114,7 @@ EXPECTED_OBJECTS: dict[str, int] = {
 
 #: One pixel (column, row) on each object of a few frames, placed by hand on the colour image: a region
 #: holding two is two objects merged, a region holding none is a fragment or not an object. Read by the
-#: bench only. The frames whose merges issue 16 names, and the other two UOIS frames.
+#: bench only. The frames whose merges issue 16 names, the other two UOIS frames and ClearGrasp 080 and 123.
 OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
     # An apple, the mug, the lump, the cyan box, the standing cup, the three lying cups from far to near.
     "rgbd/cleargrasp/000000130-opaque-rgb-img.jpg": [
@@ -127,6 +127,38 @@ OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
         (940, 340),
         (1130, 500),
     ],
+    # The black case, the three standing bottles from left to right, the lying bottle, the brown wallet.
+    "rgbd/cleargrasp/000000080-opaque-rgb-img.jpg": [
+        (270, 260),
+        (490, 340),
+        (670, 290),
+        (960, 320),
+        (880, 530),
+        (1140, 220),
+    ],
+    "rgbd/cleargrasp/000000080-transparent-rgb-img.jpg": [
+        (270, 260),
+        (490, 340),
+        (670, 280),
+        (940, 310),
+        (880, 520),
+        (1130, 220),
+    ],
+    # The mineral lump, the cyan box behind it, the notebook, the right and the left of the two touching
+    # pouches, the three flower-shaped dishes (near, far left, far right); the same on both frames.
+    **{
+        f"rgbd/cleargrasp/000000123-{kind}-rgb-img.jpg": [
+            (590, 185),
+            (690, 145),
+            (400, 480),
+            (950, 610),
+            (810, 590),
+            (600, 392),
+            (872, 240),
+            (1075, 278),
+        ]
+        for kind in ("opaque", "transparent")
+    },
     # The two touching bottles, the third bottle (the object in the corner is left out: barely seen).
     "rgbd/cleargrasp/000000153-opaque-rgb-img.jpg": [(500, 460), (650, 370), (780, 270)],
     # wipes tub, purple cup, green mug, orange mug, bottle, toy robot, red box, blue marker, black marker.
