@@ -1,6 +1,7 @@
 """Top-view tests of the regions :func:`real2sim.regions.find_clusters` finds: a region seen within a larger
 one's outline is part of it (:func:`merge_nested`), a region whose top view is two plateaus is two objects
-side by side (:func:`split_at_height_step`)."""
+side by side (:func:`split_at_height_step`), a region whose top view is two humps of one height is two objects
+lying side by side (:func:`split_at_saddle`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.types import TablePlane
 
-__all__ = ["MAX_STEP_CELLS", "merge_nested", "split_at_height_step"]
+__all__ = ["MAX_STEP_CELLS", "merge_nested", "split_at_height_step", "split_at_saddle"]
 
 
 def merge_nested(
@@ -74,18 +75,11 @@ def split_at_height_step(
     (a bowl's floor lies within its rim). Returns ``[(mask, top)]``: the region, or its two parts."""
     import cv2
 
-    rows, cols = np.nonzero(mask)
-    h = height[rows, cols]
-    top = float(np.percentile(h, 98))
+    field = _height_field(mask, pts, height, T_world_cam, cell_m)
+    if field is None:  # wider than any object: not two touching ones
+        return [(mask, float(np.percentile(height[mask], 98)))]
+    rows, cols, h, top, ij, H = field
     whole = [(mask, top)]
-    xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
-    # Stray points (mixed depth at silhouettes) must not stretch the grid: clip to the bulk's extent.
-    xy = np.clip(xy, np.percentile(xy, 0.5, axis=0), np.percentile(xy, 99.5, axis=0))
-    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
-    if np.prod(ij.max(axis=0) + 1) > MAX_STEP_CELLS:  # wider than any object: not two touching ones
-        return whole
-    H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
-    np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
     occupied = np.isfinite(H)
     n = int(occupied.sum())
     lower, upper = occupied & (H < low * top), occupied & (H >= high * top)
@@ -116,3 +110,97 @@ def split_at_height_step(
             return whole
         out.append((m, float(np.percentile(h[sel], 98))))
     return out
+
+
+def split_at_saddle(
+    mask: np.ndarray,
+    pts: np.ndarray,
+    height: np.ndarray,
+    T_world_cam: np.ndarray,
+    min_pixels: int,
+    *,
+    cell_m: float = 0.005,
+    level: float = 0.75,
+    min_cells: int = 40,
+    min_share: float = 0.3,
+    min_fill: float = 0.6,
+    min_seen: float = 0.5,
+    min_dip_m: float = 0.006,
+) -> list[tuple[np.ndarray, float]]:
+    """Split a region into two objects of one height lying side by side (two pouches, two cans) when its
+    top view is two humps: the cells above ``level`` of its top fall into two solid parts (each at least
+    ``min_cells`` and ``min_share`` of the larger, each filling ``min_fill`` of its own convex hull) with
+    lower cells between them. A bowl's or a cup's rim, broken where its thin edge lost its depth, is arcs:
+    they fill little of their hulls. ``min_seen`` of the cells on the line between the humps' centres must
+    have been seen, not hidden by an occluder, and dip ``min_dip_m`` (m) below the lower hump's median
+    height there. Each pixel goes to the nearer hump in the top view. Returns ``[(mask, top)]``: the region,
+    or its two parts."""
+    import cv2
+    from scipy.ndimage import distance_transform_edt
+
+    field = _height_field(mask, pts, height, T_world_cam, cell_m)
+    if field is None:
+        return [(mask, float(np.percentile(height[mask], 98)))]
+    rows, cols, h, top, ij, H = field
+    whole = [(mask, top)]
+    upper = np.isfinite(H) & (H >= level * top)
+    count, comp, stats, _ = cv2.connectedComponentsWithStats(upper.astype(np.uint8), connectivity=8)
+    sizes = stats[1:, cv2.CC_STAT_AREA]
+    if count < 3:
+        return whole
+    a, b = (np.argsort(sizes)[::-1][:2] + 1).tolist()
+    if stats[b, cv2.CC_STAT_AREA] < max(min_cells, min_share * stats[a, cv2.CC_STAT_AREA]):
+        return whole
+    for k in (a, b):
+        cells = np.argwhere(comp == k)
+        try:
+            hull = ConvexHull(cells.astype(np.float64))
+        except QhullError:
+            return whole
+        if len(cells) < min_fill * hull.volume:  # an arc (a rim), not a hump
+            return whole
+    # The dip between them must be seen: where the cells between the humps' centres are mostly unseen, the
+    # humps are one object's top cut by an occluder (a gripper holding a brush).
+    ends = [np.argwhere(comp == k).mean(axis=0) for k in (a, b)]
+    steps = np.linspace(0.0, 1.0, 4 * int(np.ceil(np.linalg.norm(ends[1] - ends[0]))) + 2)
+    line = np.unique(np.rint(ends[0] + np.outer(steps, ends[1] - ends[0])).astype(np.intp), axis=0)
+    between = (comp[line[:, 0], line[:, 1]] != a) & (comp[line[:, 0], line[:, 1]] != b)
+    on_line = H[line[:, 0], line[:, 1]][between]
+    seen = np.isfinite(on_line)
+    if not seen.any() or np.mean(seen) < min_seen:
+        return whole
+    humps = min(float(np.median(H[comp == k])) for k in (a, b))
+    if float(on_line[seen].min()) > humps - min_dip_m:  # no real dip: a flat top's noise (a warped book)
+        return whole
+    # Each cell to the nearer hump (top-view distance), then each pixel to its cell's hump.
+    dist_a = distance_transform_edt(comp != a)
+    dist_b = distance_transform_edt(comp != b)
+    in_a = (dist_a <= dist_b)[ij[:, 0], ij[:, 1]]
+    out = []
+    for sel in (in_a, ~in_a):
+        if sel.sum() < min_pixels:
+            return whole
+        m = np.zeros_like(mask)
+        m[rows[sel], cols[sel]] = True
+        out.append((m, float(np.percentile(h[sel], 98))))
+    return out
+
+
+def _height_field(
+    mask: np.ndarray, pts: np.ndarray, height: np.ndarray, T_world_cam: np.ndarray, cell_m: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray, np.ndarray] | None:
+    """The top view of a region: its pixels (rows, cols), their heights (m), its top (98th percentile),
+    each pixel's cell (N, 2) and the highest point per ``cell_m`` (m) cell (-inf: empty); None when the grid
+    would exceed :data:`MAX_STEP_CELLS`."""
+    rows, cols = np.nonzero(mask)
+    h = height[rows, cols]
+    top = float(np.percentile(h, 98))
+    xy = pts[rows, cols] @ T_world_cam[:2, :3].T + T_world_cam[:2, 3]
+    # Stray points (mixed depth at silhouettes) must not stretch the grid: clip to the bulk's extent.
+    xy = np.clip(xy, np.percentile(xy, 0.5, axis=0), np.percentile(xy, 99.5, axis=0))
+    ij = np.floor((xy - xy.min(axis=0)) / cell_m).astype(np.intp)
+    if np.prod(ij.max(axis=0) + 1) > MAX_STEP_CELLS:
+        return None
+    H = np.full(tuple(ij.max(axis=0) + 1), -np.inf)
+    np.maximum.at(H, (ij[:, 0], ij[:, 1]), h)
+    return rows, cols, h, top, ij, H

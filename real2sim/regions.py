@@ -15,7 +15,7 @@ import numpy as np
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes, fill_enclosed
-from real2sim.plateaus import merge_nested, split_at_height_step
+from real2sim.plateaus import merge_nested, split_at_height_step, split_at_saddle
 from real2sim.shape import outline_kind
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
@@ -161,6 +161,7 @@ def find_clusters(
     kept = _resting(regions, z, min_support)
     kept = merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
+    kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
     if colour_split:
         ctx = make_context(
             frame.rgb,

@@ -145,6 +145,29 @@ def test_numbered_copies_touching_each_other_are_cut_into_pieces() -> None:
     assert np.all(iou[rows, cols] > 0.7), np.round(iou[rows, cols], 2)
 
 
+def test_two_humps_side_by_side_are_two_objects_but_not_a_rim_a_flat_top_or_an_occluded_one() -> None:
+    """Two tops of one height touching (two pouches) are split where the dip between them is seen; a bowl's
+    rim broken into two arcs, a flat top's noise and one top cut by an unseen band (a gripper over a
+    brush) are one object each."""
+    from real2sim.plateaus import split_at_saddle
+
+    rows, cols = np.mgrid[0:60, 0:100]
+    pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)
+    mask = np.ones(rows.shape, bool)
+    domes = 0.03 - 0.015 * np.clip(1 - np.abs(cols - 50) / 8, 0, None)  # 3 cm tops, a 1.5 cm deep dip
+    parts = split_at_saddle(mask, pts, domes, np.eye(4), 10)
+    assert len(parts) == 2
+    (a, _), (b, _) = parts
+    assert not (a & b).any() and (a | b).all() and a[30, 10] != a[30, 90]
+    hidden = mask & ~((cols >= 45) & (cols < 55))  # the dip unseen: an occluder over one top
+    assert len(split_at_saddle(hidden, pts, domes, np.eye(4), 10)) == 1
+    flat = 0.016 - 0.0055 * np.clip(1 - np.abs(cols - 50) / 20, 0, None)  # a 5.5 mm dip: a warped flat top
+    assert len(split_at_saddle(mask, pts, flat, np.eye(4), 10)) == 1
+    r = np.hypot(rows - 30, cols - 50)
+    rim = np.where((r > 24) & (r < 29) & (np.abs(cols - 50) > 6), 0.06, 0.01)  # a rim broken at two places
+    assert len(split_at_saddle(mask & (r < 29), pts, rim, np.eye(4), 10)) == 1
+
+
 def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
     """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
     cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point

@@ -254,6 +254,14 @@ def test_the_two_touching_bottles_land_in_different_masks() -> None:
     assert sorted(j for h in held for j in h) == [0, 1, 2]  # every bottle found
 
 
+def test_the_two_touching_pouches_land_in_different_masks() -> None:
+    """ClearGrasp 123: two black pouches side by side, one height and one colour, were one mask; the dip
+    between their tops parts them (:func:`real2sim.plateaus.split_at_saddle`)."""
+    held = _holders("rgbd/cleargrasp/000000123-opaque-rgb-img.jpg")
+    assert all(len(h) <= 1 for h in held), held
+    assert sorted(j for h in held for j in h) == list(range(8))  # every object found, in a mask of its own
+
+
 def test_no_mask_spans_two_objects_on_the_cluttered_table() -> None:
     """ClearGrasp 130: the mineral lump, the cyan box and the standing cup were one mask. Each object is now
     in a mask of its own, and no more than one region (a sliver found before too) holds none."""
