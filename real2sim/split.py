@@ -94,8 +94,9 @@ class SplitParams:
 
     min_pixels: int = 300
     """Smallest part (px)."""
-    min_area_m2: float = 0.002
-    """Smallest part (m^2, seen face on at the region's depth)."""
+    min_area_m2: float = 0.0015
+    """Smallest part (m^2, seen face on at the region's depth): a box half hidden behind another object shows
+    18 cm^2 of its colour on ClearGrasp 123."""
     min_width_m: float = 0.01
     """Narrowest part (m)."""
     min_colour: float = 18.0

@@ -262,6 +262,14 @@ def test_the_two_touching_pouches_land_in_different_masks() -> None:
     assert sorted(j for h in held for j in h) == list(range(8))  # every object found, in a mask of its own
 
 
+def test_a_box_half_hidden_behind_a_lump_of_another_colour_is_its_own_mask() -> None:
+    """ClearGrasp 123, glass version: the cyan box behind the mineral lump shows 18 cm^2 of its colour, under
+    the 20 cm^2 a colour part had to cover to be an object: the two were one mask (the pouches were too)."""
+    held = _holders("rgbd/cleargrasp/000000123-transparent-rgb-img.jpg")
+    assert all(len(h) <= 1 for h in held), held
+    assert {0, 1, 3, 4} <= {j for h in held for j in h}  # the lump, the box, the pouches found
+
+
 def test_no_mask_spans_two_objects_on_the_cluttered_table() -> None:
     """ClearGrasp 130: the mineral lump, the cyan box and the standing cup were one mask. Each object is now
     in a mask of its own, and no more than one region (a sliver found before too) holds none."""
