@@ -101,15 +101,7 @@ def split_at_height_step(
     inside = np.all(cells @ planes[:, :2].T + planes[:, 2] <= 1e-9, axis=1)
     if np.mean(inside) > max_inside:
         return whole
-    in_part = part[ij[:, 0], ij[:, 1]]
-    out = []
-    for sel in (in_part, ~in_part):
-        m = np.zeros_like(mask)
-        m[rows[sel], cols[sel]] = True
-        if sel.sum() < min_pixels:
-            return whole
-        out.append((m, float(np.percentile(h[sel], 98))))
-    return out
+    return _two_parts(mask, rows, cols, h, part[ij[:, 0], ij[:, 1]], min_pixels) or whole
 
 
 def split_at_saddle(
@@ -175,11 +167,18 @@ def split_at_saddle(
     # Each cell to the nearer hump (top-view distance), then each pixel to its cell's hump.
     dist_a = distance_transform_edt(comp != a)
     dist_b = distance_transform_edt(comp != b)
-    in_a = (dist_a <= dist_b)[ij[:, 0], ij[:, 1]]
+    return _two_parts(mask, rows, cols, h, (dist_a <= dist_b)[ij[:, 0], ij[:, 1]], min_pixels) or whole
+
+
+def _two_parts(
+    mask: np.ndarray, rows: np.ndarray, cols: np.ndarray, h: np.ndarray, first: np.ndarray, min_pixels: int
+) -> list[tuple[np.ndarray, float]] | None:
+    """``[(mask, top)]`` of the region's pixels (``rows``, ``cols``, heights ``h``) in ``first`` and of the
+    others; None when either has fewer than ``min_pixels``."""
     out = []
-    for sel in (in_a, ~in_a):
+    for sel in (first, ~first):
         if sel.sum() < min_pixels:
-            return whole
+            return None
         m = np.zeros_like(mask)
         m[rows[sel], cols[sel]] = True
         out.append((m, float(np.percentile(h[sel], 98))))
