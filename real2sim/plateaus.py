@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.ndimage import distance_transform_edt
 from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.types import TablePlane
@@ -128,7 +129,6 @@ def split_at_saddle(
     height there. Each pixel goes to the nearer hump in the top view. Returns ``[(mask, top)]``: the region,
     or its two parts."""
     import cv2
-    from scipy.ndimage import distance_transform_edt
 
     field = _height_field(mask, pts, height, T_world_cam, cell_m)
     if field is None:
