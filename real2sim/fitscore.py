@@ -157,11 +157,14 @@ def fit_scores(
     for m in masks.values():
         any_mask |= m
     occluded = (depth_m > 0) & (depth_r > 0) & (depth_m < depth_r - OCCLUSION_M) & ~any_mask
+    plane_residual = None
     if table is not None:  # the band just above the table: depth cannot tell an object from the table there
-        rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w) * depth_m[..., None]
-        height = rays @ np.asarray(table.normal_cam, dtype=np.float64) + float(table.offset_m)
+        rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w)
+        height = (rays * depth_m[..., None]) @ np.asarray(table.normal_cam, dtype=np.float64) + float(
+            table.offset_m
+        )
         occluded |= (depth_m > 0) & (height < TABLE_BAND_M)
-    plane_residual = None if table is None else _plane_residual(table, depth_m, K, any_mask | (index >= 0))
+        plane_residual = _plane_residual(table, depth_m, rays, any_mask | (index >= 0))
     scores: dict[str, Any] = {"objects": {}}
     for i, name in enumerate(names):
         mask = masks.get(name)
@@ -184,15 +187,14 @@ def fit_scores(
     return scores, renders
 
 
-def _plane_residual(table: Any, depth_m: np.ndarray, K: np.ndarray, covered: np.ndarray) -> np.ndarray:
+def _plane_residual(table: Any, depth_m: np.ndarray, rays: np.ndarray, covered: np.ndarray) -> np.ndarray:
     """Absolute difference (m; NaN elsewhere) between the fitted table plane's and the measured depth on the
-    table's inlier pixels that no object's mask or render covers."""
-    h, w = depth_m.shape
+    table's inlier pixels that no object's mask or render covers; ``rays``: the pixels' (H, W, 3) camera
+    rays with z = 1."""
     on_table = np.asarray(table.inliers, bool) & ~covered & (depth_m > 0)
-    rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w)[on_table]
-    denom = rays @ np.asarray(table.normal_cam, dtype=np.float64)
+    denom = rays[on_table] @ np.asarray(table.normal_cam, dtype=np.float64)
     plane = -float(table.offset_m) / np.where(np.abs(denom) > 1e-9, denom, 1e-9)
-    out = np.full((h, w), np.nan)
+    out = np.full(depth_m.shape, np.nan)
     out[on_table] = np.abs(plane - depth_m[on_table])
     return out
 

@@ -389,6 +389,8 @@ def _in_wall(
 ) -> bool:
     """Whether :data:`WALL_SHARE` of the region's measured points lie within ``band_m`` (m) of one of the
     ``walls`` (world-frame planes that :func:`peel_vertical_planes` took)."""
+    if not walls:
+        return False
     world = pts[mask & valid] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
     if not len(world):
         return False
