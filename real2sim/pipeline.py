@@ -6,7 +6,7 @@ deformables (:mod:`real2sim.particles`) → placement (every rigid object rests 
 interpenetrate are cut apart where their observed points part, else pushed apart) → the Scene, a settle run
 audited by SimuGuard (:func:`simpact.guard.settle.settle_check`) and the files.
 
-Written to ``out`` (see :func:`write_outputs`):
+Written to ``out`` (see :func:`real2sim.outputs.write_outputs`):
 
 - ``scene.json``: ``objects`` (name, label, kind, position (m, world), quaternion (w, x, y, z), extent (edge
   lengths of the oriented bounding box, m), mass (kg), friction, physics (every parameter and its source),
@@ -26,9 +26,7 @@ z = 0 on the table) and real2sim turns it about z and shifts it so that the obje
 :data:`ROBOT_REACH_X` in front of the robot base, on the far side of the objects from the camera (the camera
 faces the robot): recorded in ``scene.json`` ``frame``.
 
-Size: about 720 lines, over the project's 500: the assembly of the scene and the writing of its files share
-the result record; the overlays already live in :mod:`real2sim.overlays` and the particles in
-:mod:`real2sim.particles`. The next split is the file writing (``write_outputs``) into its own module.
+Where the objects go is :mod:`real2sim.placement`'s job, writing the files :mod:`real2sim.outputs`'s.
 """
 
 from __future__ import annotations
@@ -40,34 +38,28 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
-import trimesh
 
 from real2sim.fitscore import fit_warnings, score_geometries
 from real2sim.labels import Labels, object_name, resolve_labels, vlm_assigner
-from real2sim.overlays import (
-    cloud_mesh_overlay,
-    fit_overlay,
-    mask_overlay,
-    save_png,
-    shaded_render,
-    side_by_side,
-)
+from real2sim.outputs import write_outputs
 from real2sim.particles import DEFAULT_SPACING_M, Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import PhysicsEstimate, estimate_physics
-from real2sim.scene_files import covering_table_size, deformable_material, entry_object, load_scene
-from real2sim.separate import trim_overlaps
+from real2sim.placement import ROBOT_REACH_X, place_objects, robot_facing_transform, transformed
+from real2sim.scene_files import (
+    cache_convex_parts,
+    covering_table_size,
+    deformable_material,
+    entry_object,
+    load_scene,
+)
 from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
-from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 from simpact.core.scene import Scene, SceneObject
 from simpact.guard.settle import settle_check
-from solvers.mujoco import meshes
 from solvers.mujoco.render import CameraSpec
-from solvers.mujoco.world import mujoco_access
 from solvers.world import World, make_world
 
 __all__ = [
@@ -79,15 +71,6 @@ __all__ = [
     "place_objects",
     "run_real2sim",
 ]
-
-ROBOT_REACH_X = 0.5
-"""Distance (m) in front of the robot base where the objects' centre goes when the frame is uncalibrated."""
-REST_TOLERANCE_M = 0.03
-"""An object whose lowest point is within this of the table (m) is set down on it; higher ones are left
-where they are (stacked or held) with a warning."""
-SEPARATION_M = 0.0005
-"""Gap (m) left between objects pushed apart."""
-MAX_SEPARATION_ROUNDS = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,164 +172,6 @@ class Real2SimResult:
         }
 
 
-# --- geometry helpers -----------------------------------------------------------------------------------
-
-
-def _moved(g: ObjectGeometry, shift: np.ndarray) -> ObjectGeometry:
-    return dataclasses.replace(
-        g,
-        position=np.asarray(g.position, dtype=float) + shift,
-        points_world=np.asarray(g.points_world, dtype=float) + shift,
-    )
-
-
-def _transformed(g: ObjectGeometry, T: np.ndarray) -> ObjectGeometry:
-    """``g`` with its pose and points moved by the world-to-world transform ``T`` (4x4)."""
-    R = T[:3, :3]
-    return dataclasses.replace(
-        g,
-        position=R @ np.asarray(g.position, dtype=float) + T[:3, 3],
-        quaternion=matrix_to_quat(R @ quat_to_matrix(g.quaternion)),
-        points_world=np.asarray(g.points_world, dtype=float) @ R.T + T[:3, 3],
-    )
-
-
-def robot_facing_transform(T_world_cam: np.ndarray, centre_world: np.ndarray) -> np.ndarray:
-    """World-to-world transform (4x4) that puts ``centre_world`` at (:data:`ROBOT_REACH_X`, 0, z) with the
-    camera on the +x side beyond it (looking back at the robot), turning only about z."""
-    cam = T_world_cam[:3, 3]
-    d = cam[:2] - centre_world[:2]
-    if np.linalg.norm(d) < 1e-6:  # camera straight above: keep the camera's own heading
-        d = -T_world_cam[:2, 2] if np.linalg.norm(T_world_cam[:2, 2]) > 1e-6 else np.array([1.0, 0.0])
-    yaw = -np.arctan2(d[1], d[0])
-    c, s = np.cos(yaw), np.sin(yaw)
-    T = np.eye(4)
-    T[:3, :3] = [[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]]
-    rotated = T[:3, :3] @ centre_world
-    T[:3, 3] = [ROBOT_REACH_X - rotated[0], -rotated[1], 0.0]
-    return T
-
-
-def place_objects(
-    geometries: Sequence[ObjectGeometry], names: Sequence[str], table_z: float = 0.0
-) -> tuple[list[ObjectGeometry], dict[str, dict[str, Any]], list[str]]:
-    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it, cut
-    overlapping pairs apart where their observed points part (:func:`real2sim.separate.trim_overlaps`: only
-    unseen volume goes), then push pairs still interpenetrating apart horizontally (convex hulls, MuJoCo's
-    collision test) until none overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries,
-    what moved and cut each (``lift_m``, ``cuts``, ``push_m``), warnings. Masses were estimated before the
-    cuts, from the uncut extents."""
-    out = list(geometries)
-    info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "cuts": [], "push_m": [0.0, 0.0]} for n in names}
-    warnings: list[str] = []
-    for i, (g, name) in enumerate(zip(out, names)):
-        low = float(g.world_vertices()[:, 2].min()) - table_z
-        if abs(low) <= REST_TOLERANCE_M or low < 0:
-            out[i] = _moved(g, np.array([0.0, 0.0, -low]))
-            info[name]["lift_m"] = round(-low, 6)
-        else:
-            warnings.append(f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)")
-    if len(out) < 2:
-        return out, info, warnings
-    out, cuts = trim_overlaps(out, names)
-    for name, made in cuts.items():
-        info[name]["cuts"] = made
-    for _ in range(MAX_SEPARATION_ROUNDS):
-        pushes = _overlap_pushes(out)
-        if not pushes:
-            break
-        for i, push in pushes.items():
-            out[i] = _moved(out[i], np.array([push[0], push[1], 0.0]))
-            total = np.asarray(info[names[i]]["push_m"]) + push
-            info[names[i]]["push_m"] = [round(float(v), 6) for v in total]
-    else:
-        warnings.append("objects still overlap after pushing them apart; see the settle report")
-    return out, info, warnings
-
-
-def _overlap_pushes(geoms: Sequence[ObjectGeometry]) -> dict[int, np.ndarray]:
-    """Horizontal pushes (m) that separate overlapping convex hulls; each pair's depth split by mass proxy
-    (hull volume) so the smaller object moves more."""
-    spec = mujoco.MjSpec()
-    hulls = [g.mesh.convex_hull for g in geoms]
-    for i, (g, hull) in enumerate(zip(geoms, hulls)):
-        mesh = spec.add_mesh(name=f"m{i}")
-        mesh.uservert = np.asarray(hull.vertices, dtype=np.float32).ravel().tolist()
-        mesh.userface = np.asarray(hull.faces, dtype=np.int32).ravel().tolist()
-        body = spec.worldbody.add_body(name=f"b{i}", pos=list(g.position), quat=list(g.quaternion))
-        body.add_freejoint()
-        body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"m{i}", margin=SEPARATION_M)
-    model = spec.compile()
-    data = mujoco.MjData(model)
-    mujoco.mj_forward(model, data)
-    volumes = np.array([max(float(h.volume), 1e-9) for h in hulls])
-    pushes: dict[int, np.ndarray] = {}
-    for k in range(data.ncon):
-        c = data.contact[k]
-        if c.dist >= -SEPARATION_M:
-            continue
-        a, b = (int(model.geom_bodyid[g]) - 1 for g in c.geom)
-        normal = np.asarray(c.frame[:3])  # from geom 0 towards geom 1
-        horizontal = normal[:2]
-        if np.linalg.norm(horizontal) < 1e-6:
-            horizontal = np.asarray(geoms[b].position[:2]) - np.asarray(geoms[a].position[:2])
-        horizontal = horizontal / max(np.linalg.norm(horizontal), 1e-9)
-        depth = -float(c.dist) + SEPARATION_M
-        share_a = volumes[b] / (volumes[a] + volumes[b])
-        for idx, sign, share in ((a, -1.0, share_a), (b, 1.0, 1.0 - share_a)):
-            step = sign * share * depth * horizontal
-            prev = pushes.get(idx)
-            if prev is None or np.linalg.norm(step) > np.linalg.norm(prev):
-                pushes[idx] = step
-    return pushes
-
-
-# --- fast convex decomposition ------------------------------------------------------------------------------
-
-COLUMN_CELLS = 8
-"""A concave object is split into up to this many columns along each horizontal axis of its frame."""
-SURFACE_SAMPLES = 10_000
-
-
-def column_parts(
-    mesh: Any, cells: int = COLUMN_CELLS, seed: int = 0
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Convex parts of a concave mesh in well under a second: the surface (vertices and ``SURFACE_SAMPLES``
-    seeded samples) cut into ``cells`` x ``cells`` vertical columns of the object frame, each column's points
-    wrapped in their convex hull. A bowl's floor and walls stay separate, so its cavity stays open (CoACD
-    takes tens of seconds on a reconstructed bowl). Returns (vertices list, faces list)."""
-    samples, _ = trimesh.sample.sample_surface(mesh, SURFACE_SAMPLES, seed=seed)
-    pts = np.concatenate([np.asarray(mesh.vertices, dtype=float), np.asarray(samples, dtype=float)])
-    lo, hi = pts[:, :2].min(axis=0), pts[:, :2].max(axis=0)
-    size = np.maximum(hi - lo, 1e-9)
-    idx = np.minimum((((pts[:, :2] - lo) / size) * cells).astype(np.int64), cells - 1)
-    key = idx[:, 0] * cells + idx[:, 1]
-    verts, faces = [], []
-    for k in np.unique(key):
-        col = pts[key == k]
-        if len(col) < 4:
-            continue
-        try:
-            hull = trimesh.convex.convex_hull(col)
-        except Exception:  # degenerate (flat) column: qhull refuses it
-            continue
-        if hull.volume <= 1e-12:
-            continue
-        verts.append(np.asarray(hull.vertices, dtype=np.float64))
-        faces.append(np.asarray(hull.faces, dtype=np.int32))
-    return verts, faces
-
-
-def _cache_convex_parts(mesh_file: Path, scale: Sequence[float] | np.ndarray) -> int:
-    """Store :func:`column_parts` of the mesh as loaded by the scene builder (file, per-axis scale) as its
-    convex decomposition, so building the MuJoCo scene does not run CoACD. Returns the part count."""
-    mesh = meshes.load_mesh(mesh_file, tuple(float(v) for v in scale))  # type: ignore[arg-type]
-    verts, faces = column_parts(mesh)
-    if verts:
-        meshes.store_convex_parts(mesh, meshes.ConvexParts(tuple(verts), tuple(faces)))
-    return len(verts)
-
-
 # --- the pipeline -------------------------------------------------------------------------------------------
 
 
@@ -443,7 +268,7 @@ def _world_frame(
     if table.world_frame != "T_base_cam":
         centre = np.mean([np.asarray(g.position, dtype=float) for g in geometries], axis=0)
         T = robot_facing_transform(T_world_cam, centre)
-        geometries = [_transformed(g, T) for g in geometries]
+        geometries = [transformed(g, T) for g in geometries]
         T_world_cam = T @ T_world_cam
         frame_info["note"] = (
             f"no calibration: z up along the table normal, z = 0 on the table; turned about z and shifted so "
@@ -638,7 +463,7 @@ def _scene(
             path = mesh_dir / f"{n}.obj"
             unit.export(path)
             if g.concave:
-                entry["convex_parts"] = _cache_convex_parts(path, extent)
+                entry["convex_parts"] = cache_convex_parts(path, extent)
             entry["mesh"] = f"meshes/{n}.obj"
             entry["mesh_scale"] = entry["extent"]
             scene_objects.append(
@@ -666,85 +491,3 @@ def _scene(
         entries.append(entry)
     objects = tuple(scene_objects)
     return Scene(objects, table_size=covering_table_size(objects)), entries
-
-
-def write_outputs(
-    result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
-) -> None:
-    """``scene.json``, ``scene.xml``, particles, overlays (see the module docstring)."""
-    out.mkdir(parents=True, exist_ok=True)
-    scene_json = {
-        "objects": result.objects,
-        "table": result.table,
-        "frame": result.frame_info,
-        "robot": result.scene.to_dict()["robot"],
-        "table_size": list(result.scene.table_size),
-        "units": "m, kg, s; quaternions (w, x, y, z); positions in the world frame",
-    }
-    write_json(out / "scene.json", scene_json)
-    result.files["scene.json"] = "scene.json"
-    exchange = result.labels.exchange + result.physics.exchange
-    if exchange:
-        write_json(out / "vlm_exchange.json", exchange)
-        result.files["vlm_exchange.json"] = "vlm_exchange.json"
-    if result.world is not None:
-        (out / "scene.xml").write_text(mujoco_access(result.world).spec.to_xml())
-        result.files["scene.xml"] = "scene.xml"
-    if config.overlays:
-        t = time.perf_counter()
-        result.files.update(_overlays(result, frame, masks, out, config))
-        result.timings_s["overlays"] = time.perf_counter() - t
-
-
-def _overlays(
-    result: Real2SimResult, frame: Frame, masks: Mapping[str, np.ndarray], out: Path, config: Real2SimConfig
-) -> dict[str, str]:
-    files: dict[str, str] = {}
-    conf = result.segmentation()["matches"]
-    named = [
-        (f"{n} {conf[n]:.2f}" if n in conf else n, masks[g.label])
-        for n, g in result.geometries.items()
-        if g.label in masks
-    ]
-    unlabelled = list(getattr(result.perception, "unlabelled", []))
-    save_png(mask_overlay(frame.rgb, named, unlabelled=unlabelled), out / "masks.png")
-    files["masks.png"] = "masks.png"
-    T_world_cam = np.asarray(result.frame_info["T_world_cam"], dtype=float)
-    points, colours = _cloud(frame, T_world_cam)
-    meshes = []
-    for n, g in result.geometries.items():
-        if n in result.particles:
-            pts = result.particles[n].points.astype(float)
-            meshes.append((n, pts, np.zeros((0, 3), np.int64)))
-            points = np.concatenate([points, pts])
-            colours = np.concatenate([colours, np.tile(np.array([[255, 0, 255]], np.uint8), (len(pts), 1))])
-        else:
-            meshes.append((n, g.world_vertices(), np.asarray(g.mesh.faces)))
-    save_png(cloud_mesh_overlay(frame.rgb, points, colours, meshes, T_world_cam, frame.K), out / "meshes.png")
-    files["meshes.png"] = "meshes.png"
-    if config.render and result.renders:
-        names = list(result.fit.get("objects", {}))
-        index, normals = result.renders["index"], result.renders["normals"]
-        rgba = {o["name"]: o["rgba"] for o in result.objects}
-        render = shaded_render(index, normals, [rgba[n] for n in names])
-        pair = side_by_side([frame.rgb, render], ["photo", "simulated scene (as placed), photo's camera"])
-        save_png(pair, out / "scene_vs_photo.png")
-        files["scene_vs_photo.png"] = "scene_vs_photo.png"
-        by_name = {n: masks[result.geometries[n].label] for n in names if result.geometries[n].label in masks}
-        verdicts = {n: str(s.get("verdict")) for n, s in result.fit.get("objects", {}).items()}
-        save_png(fit_overlay(frame.rgb, index, normals, names, by_name, verdicts), out / "overlay.png")
-        files["overlay.png"] = "overlay.png"
-    return files
-
-
-def _cloud(frame: Frame, T_world_cam: np.ndarray, max_points: int = 80_000) -> tuple[np.ndarray, np.ndarray]:
-    """The frame's valid depth pixels as world points (m) with their colours, evenly subsampled."""
-    v, u = np.nonzero(frame.depth > 0)
-    step = max(1, int(np.ceil(len(u) / max_points)))
-    v, u = v[::step], u[::step]
-    z = frame.depth[v, u].astype(float)
-    K = frame.K
-    x = (u - K[0, 2] - K[0, 1] * (v - K[1, 2]) / K[1, 1]) * z / K[0, 0]
-    y = (v - K[1, 2]) * z / K[1, 1]
-    cam = np.stack([x, y, z], axis=1)
-    return cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3], frame.rgb[v, u]

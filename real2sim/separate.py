@@ -2,7 +2,7 @@
 
 A shape completed from one view guesses its hidden side: a box's depth, a mirrored hull's back, a can's far
 half. Two such guesses can reach into each other where objects stand close together. Pushing the objects
-apart (what :func:`real2sim.pipeline.place_objects` does) moves the sides the camera did see off the
+apart (what :func:`real2sim.placement.place_objects` does) moves the sides the camera did see off the
 measured depth, by as much as the guesses overlap (5 cm on UOIS frame 0006). :func:`trim_overlaps` instead
 cuts each pair that overlaps at the plane that best separates their observed points (the widest gap
 between them over a sphere of directions, a hard-margin separating plane after the outermost

@@ -18,12 +18,11 @@ from real2sim.pipeline import (
     ROBOT_REACH_X,
     Real2SimConfig,
     Real2SimError,
-    column_parts,
     load_scene,
     place_objects,
     run_real2sim,
 )
-from real2sim.scene_files import TABLE_MARGIN_M, covering_table_size
+from real2sim.scene_files import TABLE_MARGIN_M, column_parts, covering_table_size
 from real2sim.separate import GAP_M
 from real2sim.types import ObjectGeometry, TablePlane
 from simpact.bench.real2sim import ground_truth_box, pose_errors
