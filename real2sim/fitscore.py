@@ -18,7 +18,8 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
   depth itself strays beside the object (noise grows with distance; the plane's own error adds); a depth
   residual not far above it is about as good as that depth allows;
 - ``verdict``: ``good`` (IoU ≥ 0.85 and residual ≤ 5 mm, the issue-16 targets), ``check`` (IoU ≥ 0.6 and
-  residual ≤ 15 mm) or ``poor``.
+  residual ≤ 15 mm) or ``poor``; an object the depth camera did not measure (glass), fitted to its
+  silhouette alone (:mod:`real2sim.no_depth`), is ``check`` at best, from its IoU.
 
 And for the table: the median absolute residual of the fitted plane over table pixels no object covers.
 What it does not show: the hidden side of an object (nothing measured there), and a mask that is wrong in
@@ -27,7 +28,7 @@ the same way as the shape fitted to it (the render then agrees with a wrong mask
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,6 +54,8 @@ OCCLUSION_M = 0.02
 NEARBY_PX = (5, 30)
 #: Fewest table pixels in that ring for a value.
 NEARBY_MIN_PX = 50
+#: The ``note`` of an object fitted to its silhouette alone.
+NO_DEPTH_NOTE = "no depth measured on it (glass?): fitted to its silhouette; the residual says nothing"
 #: Pixels whose measured point lies less than this (m) above the table are left out of both silhouettes: the
 #: segmentation cannot tell an object's bottom edge from the table there (its lowest candidate height).
 TABLE_BAND_M = 0.008
@@ -119,7 +122,7 @@ def render_depth(
 
 
 def _object_score(
-    rendered: np.ndarray, observed: np.ndarray, depth_r: np.ndarray, depth_m: np.ndarray
+    rendered: np.ndarray, observed: np.ndarray, depth_r: np.ndarray, depth_m: np.ndarray, depth_seen: bool
 ) -> dict[str, Any]:
     both = rendered & observed
     union = int((rendered | observed).sum())
@@ -134,8 +137,14 @@ def _object_score(
         "depth_residual_m": None if residual is None else round(residual, 5),
         "mask_px": n_obs,
         "render_px": n_ren,
-        "verdict": verdict(iou, residual),
+        "verdict": verdict(iou, residual) if depth_seen else _silhouette_verdict(iou),
+        **({} if depth_seen else {"note": NO_DEPTH_NOTE}),
     }
+
+
+def _silhouette_verdict(iou: float) -> str:
+    """The verdict of an object fitted to its silhouette alone: ``check`` at best (its depth says nothing)."""
+    return "check" if iou >= CHECK[0] else "poor"
 
 
 def fit_scores(
@@ -146,10 +155,13 @@ def fit_scores(
     T_world_cam: np.ndarray,
     K: np.ndarray,
     table: Any = None,
+    silhouette_only: Collection[str] = (),
 ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Per object name: the scores of the module docstring, plus ``table`` (the plane's residual over
     table pixels no object covers) when ``table`` (a :class:`~real2sim.types.TablePlane`) is given.
-    Also returns the renders (``depth``, ``index``, ``normals``) for the overlays."""
+    Objects named in ``silhouette_only`` were fitted to their silhouettes, their depth not measured (glass,
+    :mod:`real2sim.no_depth`): their residual is reported but their verdict is ``check`` at best, from the
+    IoU, with a ``note``. Also returns the renders (``depth``, ``index``, ``normals``) for the overlays."""
     h, w = depth_m.shape
     depth_r, index, normals = render_depth(meshes, T_world_cam, K, h, w)
     depth_m = np.asarray(depth_m, dtype=np.float64)
@@ -177,7 +189,8 @@ def fit_scores(
                 "note": "no mask",
             }
             continue
-        scores["objects"][name] = _object_score(rendered, mask & ~occluded, depth_r, depth_m)
+        seen = name not in silhouette_only
+        scores["objects"][name] = _object_score(rendered, mask & ~occluded, depth_r, depth_m, seen)
         if plane_residual is not None:
             scores["objects"][name]["table_nearby_residual_m"] = _nearby(plane_residual, mask)
     if plane_residual is not None and np.isfinite(plane_residual).any():
@@ -226,7 +239,8 @@ def score_geometries(
     meshes in the object frame) against the masks by object name."""
 
     meshes = [(g.world_vertices(), np.asarray(g.mesh.faces)) for g in geometries.values()]
-    return fit_scores(list(geometries), meshes, masks, depth_m, T_world_cam, K, table)
+    silhouette_only = [n for n, g in geometries.items() if g.shape_source == "silhouette"]
+    return fit_scores(list(geometries), meshes, masks, depth_m, T_world_cam, K, table, silhouette_only)
 
 
 def fit_warnings(scores: Mapping[str, Any]) -> list[str]:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import trimesh
 
+from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.pose import estimate_pose
 from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull, refine_vessel
 from real2sim.segment import AssignFn, segment
@@ -133,6 +134,15 @@ def perceive(
     objects: list[ObjectGeometry] = []
     fitting = _Fitting(frame, table, shape, pose, erode_px, refine, timings)
     for seg in segments:
+        unseen, seen = unseen_by_depth(frame, table, seg.mask)
+        if unseen:  # glass, clear plastic: the depth shows the table through it, or nothing
+            t0 = time.perf_counter()
+            glass = _from_silhouette(frame, table, seg, segments, seen, warnings)
+            timings["silhouette"] = timings.get("silhouette", 0.0) + time.perf_counter() - t0
+            if glass is not None:
+                kept_segments.append(seg)
+                objects.append(glass)
+            continue
         pts = object_points(frame, table, seg.mask, max_points=max_points, erode_px=erode_px)
         if len(pts) < 20:
             warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
@@ -148,6 +158,33 @@ def perceive(
         objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _from_silhouette(
+    frame: Frame,
+    table: TablePlane,
+    seg: Segment,
+    segments: Sequence[Segment],
+    seen: float,
+    warnings: list[str],
+) -> ObjectGeometry | None:
+    """The object of ``seg``, whose depth the camera did not measure (``seen``: the share of its mask with
+    depth above the table), fitted to its silhouette (:func:`real2sim.no_depth.fit_silhouette`); None,
+    with a warning, for a mask too small."""
+    others = np.zeros_like(seg.mask)
+    for s in segments:
+        if s is not seg:
+            others |= s.mask
+    found = fit_silhouette(frame, table, seg.mask, seg.label, others)
+    if found is None:
+        warnings.append(f"{seg.label!r}: no depth measured on it and its mask is too small to fit; left out")
+        return None
+    geometry, mismatch = found
+    warnings.append(
+        f"{seg.label!r}: the depth camera measured {seen:.0%} of it (glass or clear plastic?): fitted as a "
+        f"cylinder to its silhouette alone ({mismatch:.1%} of the pixels around it disagree)"
+    )
+    return geometry
 
 
 #: The shape kinds tried on an object whose label names none (:func:`real2sim.shape.kind_from_label`).

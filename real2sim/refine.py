@@ -45,6 +45,8 @@ __all__ = [
     "frustum_depth",
     "mesh_cost",
     "pixel_cost",
+    "pixel_grid",
+    "pixels_around",
     "refine_box",
     "refine_frustum",
     "refine_hull",
@@ -145,7 +147,7 @@ def mesh_cost(
     ``own_mask``: how badly it explains the depth there; None for a tiny mask."""
     import open3d
 
-    px = _pixels(frame, T_world_cam, own_mask)
+    px = pixels_around(frame, T_world_cam, own_mask)
     if px is None:
         return None
     origin, dirs, depth, own = px
@@ -161,23 +163,40 @@ def mesh_cost(
     return pixel_cost(np.where(np.isfinite(t), t, np.inf), depth, own) / len(depth)
 
 
-def _pixels(frame: Any, T_world_cam: np.ndarray, own_mask: np.ndarray) -> tuple[np.ndarray, ...] | None:
-    """World rays (origin (3,), directions (N, 3) with camera z = 1), measured depth (N,) and own mask (N,)
-    of the pixels around the mask (at most about :data:`MAX_PIXELS`, evenly strided); None for a tiny mask."""
+def pixel_grid(
+    own_mask: np.ndarray, max_pixels: int = MAX_PIXELS, margin_px: int = MARGIN_PX
+) -> tuple[slice, slice] | None:
+    """The rows and columns (strided slices) of the mask's bounding box and ``margin_px`` around it, at most
+    about ``max_pixels`` pixels; None for a tiny mask."""
     rows, cols = np.nonzero(own_mask)
     if len(rows) < 20:
         return None
     h, w = own_mask.shape
-    r0, r1 = max(rows.min() - MARGIN_PX, 0), min(rows.max() + MARGIN_PX + 1, h)
-    c0, c1 = max(cols.min() - MARGIN_PX, 0), min(cols.max() + MARGIN_PX + 1, w)
-    step = max(1, int(np.ceil(np.sqrt((r1 - r0) * (c1 - c0) / MAX_PIXELS))))
-    v, u = np.mgrid[r0:r1:step, c0:c1:step].astype(np.float64)
+    r0, r1 = max(rows.min() - margin_px, 0), min(rows.max() + margin_px + 1, h)
+    c0, c1 = max(cols.min() - margin_px, 0), min(cols.max() + margin_px + 1, w)
+    step = max(1, int(np.ceil(np.sqrt((r1 - r0) * (c1 - c0) / max_pixels))))
+    return slice(r0, r1, step), slice(c0, c1, step)
+
+
+def pixels_around(
+    frame: Any,
+    T_world_cam: np.ndarray,
+    own_mask: np.ndarray,
+    max_pixels: int = MAX_PIXELS,
+    margin_px: int = MARGIN_PX,
+) -> tuple[np.ndarray, ...] | None:
+    """World rays (origin (3,), directions (N, 3) with camera z = 1), measured depth (N,) and own mask (N,)
+    of the pixels of :func:`pixel_grid`; None for a tiny mask."""
+    grid = pixel_grid(own_mask, max_pixels, margin_px)
+    if grid is None:
+        return None
+    v, u = np.mgrid[grid].astype(np.float64)
     K = frame.K
     y = (v - K[1, 2]) / K[1, 1]
     x = (u - K[0, 2] - K[0, 1] * y) / K[0, 0]
     dirs = np.stack([x.ravel(), y.ravel(), np.ones(x.size)], axis=1) @ T_world_cam[:3, :3].T
-    depth = frame.depth[r0:r1:step, c0:c1:step].astype(np.float64).ravel()
-    return T_world_cam[:3, 3], dirs, depth, own_mask[r0:r1:step, c0:c1:step].ravel()
+    depth = frame.depth[grid].astype(np.float64).ravel()
+    return T_world_cam[:3, 3], dirs, depth, own_mask[grid].ravel()
 
 
 def _minimise(
@@ -223,7 +242,7 @@ def refine_box(
     ``geometry`` (:class:`~real2sim.types.ObjectGeometry`, world frame), or None when it is not upright or
     the refinement does not help."""
     yaw = _yaw_if_upright(geometry)
-    px = _pixels(frame, T_world_cam, own_mask)
+    px = pixels_around(frame, T_world_cam, own_mask)
     if yaw is None or px is None:
         return None
     origin, dirs, depth, own = px
@@ -246,7 +265,7 @@ def refine_frustum(
     upright solid of revolution ``geometry``, or None. First as a cylinder (a can); then its two radii apart
     (a cup seen without its inside, narrower at its foot), kept only when that lowers the cylinder's cost by
     :data:`TAPER_GAIN` or more: a taper the depth barely asks for is noise at the silhouette."""
-    px = _pixels(frame, T_world_cam, own_mask)
+    px = pixels_around(frame, T_world_cam, own_mask)
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px
@@ -324,7 +343,7 @@ def refine_vessel(
     after) of an upright open vessel ``geometry`` (a cup, a bowl: its measured profile kept, scaled across
     and in height) moved on the table, the rays cast at its mesh, so that its inside seen through the
     opening counts; or None."""
-    px = _pixels(frame, T_world_cam, own_mask)
+    px = pixels_around(frame, T_world_cam, own_mask)
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px
@@ -360,7 +379,7 @@ def refine_hull(
     after) of an upright convex shape ``geometry`` (its mesh is taken as its convex hull, in the object
     frame), or None when it is not upright or the refinement does not help; the yaw is kept. Pixels where
     the hull would hide behind something outside its mask cost ``hidden_m`` each (see :func:`pixel_cost`)."""
-    px = _pixels(frame, T_world_cam, own_mask)
+    px = pixels_around(frame, T_world_cam, own_mask)
     if _yaw_if_upright(geometry) is None or px is None:
         return None
     origin, dirs, depth, own = px

@@ -52,6 +52,8 @@ def fit_warnings_for(fit: Mapping[str, Any], names: list[str] | tuple[str, ...])
         res_txt = "no depth under it" if res_mm is None else f"median depth residual {res_mm} mm"
         if res_mm is not None and s.get("table_nearby_residual_m") is not None:
             res_txt += f", the table's beside it {1000 * float(s['table_nearby_residual_m']):.1f} mm"
+        if s.get("note"):  # fitted to its silhouette: no depth measured on it (glass)
+            res_txt = str(s["note"])
         out.append(
             {
                 "object": name,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import real2sim.task_scene as task_scene
+from real2sim.fitscore import NO_DEPTH_NOTE
 from real2sim.task_scene import FrameScene, fit_warnings_for, task_scene_from_frame
 from simpact.planner.session import plan_task
 from simpact.tasks import load_task
@@ -63,6 +64,12 @@ def test_warnings_name_the_poor_and_rough_fits_of_scene_objects_only() -> None:
     assert "the table's beside it 3.6 mm" in warnings[0]["message"]  # how noisy the depth is there
     assert warnings[1]["depth_residual_mm"] is None and "no depth" in warnings[1]["message"]
     assert fit_warnings_for(FIT, ["blue_box"]) == []
+
+
+def test_a_glass_object_fitted_to_its_silhouette_is_said_to_be_so() -> None:
+    glass = {"iou": 0.93, "depth_residual_m": 0.031, "verdict": "check", "note": NO_DEPTH_NOTE}
+    (warning,) = fit_warnings_for({"objects": {"bottle": glass}}, ["bottle"])
+    assert NO_DEPTH_NOTE in warning["message"] and "31.0 mm" not in warning["message"]
 
 
 def test_the_task_scene_carries_its_fit_warnings(
