@@ -25,7 +25,8 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from real2sim.datasets import (
     shared_data_dir,
 )
 from real2sim.pipeline import Real2SimConfig, run_real2sim
+from simpact.bench.glass import bench_glass_pair, glass_lines, glass_pairs
 from simpact.core.jsonio import write_json
 from simpact.core.rotations import quat_to_matrix
 from simpact.tasks import list_tasks, load_task
@@ -458,8 +460,9 @@ def run_real2sim_bench(
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     errors: list[dict[str, Any]] = []
-    rendered = _bench_rendered_frames(tasks, seeds, root, config, progress, errors)
+    rendered = _run_jobs(_rendered_jobs(tasks, seeds, root, config), progress, errors)
     real_records: list[dict[str, Any]] = []
+    glass_records: list[dict[str, Any]] = []
     skipped = None
     if real:
         try:
@@ -467,14 +470,21 @@ def run_real2sim_bench(
         except SharedDataMissing as exc:
             skipped = str(exc)
         else:
-            real_records = _bench_real_frames(root, config, progress, errors, real_frames)
+            relpaths = discover_real_frames(shared_data_dir("rgbd")) if real_frames is None else real_frames
+            real_records = _run_jobs(_real_jobs(relpaths, root, config), progress, errors)
+            glass_records = _run_jobs(_glass_jobs(relpaths, root, config), progress, errors)
     summary, met = _summarise(rendered, real_records)
+    summary["glass"] = {
+        key: _summary([o[key] for r in glass_records for o in r.get("objects", {}).values() if key in o])
+        for key in ("extent_pct", "centre_cm")
+    }
     result = {
         "targets": TARGETS,
         "targets_met": met,
         "summary": summary,
         "rendered": rendered,
         "real": real_records,
+        "glass": glass_records,
         "real_skipped": skipped,
         "errors": len(errors),
     }
@@ -482,54 +492,64 @@ def run_real2sim_bench(
     return result
 
 
-def _bench_rendered_frames(
-    tasks: Sequence[str] | None,
-    seeds: Sequence[int],
-    root: Path,
-    config: Any,
-    progress: Callable[[dict[str, Any]], None] | None,
-    errors: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
-    """One record per task (all when ``tasks`` is None) and seed; a failed frame's record is also appended
-    to ``errors``."""
-    rendered = []
-    for name in tasks if tasks is not None else list_tasks():
-        for seed in seeds:
-            try:
-                record = bench_rendered(name, seed, root / "rendered" / f"{name}_seed{seed}", config)
-            except Exception as exc:  # one frame's failure is a result too
-                record = {"frame": f"{name} seed {seed}", "error": f"{type(exc).__name__}: {exc}"}
-                errors.append(record)
-            rendered.append(record)
-            if progress:
-                progress(record)
-    return rendered
+Job = tuple[str, Callable[[], dict[str, Any]]]
+"""A frame's name and the call that benchmarks it."""
 
 
-def _bench_real_frames(
-    root: Path,
-    config: Any,
-    progress: Callable[[dict[str, Any]], None] | None,
-    errors: list[dict[str, Any]],
-    frames: Sequence[str] | None = None,
+def _run_jobs(
+    jobs: Iterable[Job], progress: Callable[[dict[str, Any]], None] | None, errors: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """One record per real frame (``frames``, default every frame under ``rgbd``; labels and reference sizes
-    from :data:`REAL_FRAMES` where it lists the frame, else every region unlabelled); a failed frame's record
-    is also appended to ``errors``."""
-    real_frames = []
-    for relpath in discover_real_frames(shared_data_dir("rgbd")) if frames is None else frames:
-        slug = relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
+    """Each job's record, in order, passed to ``progress`` as it finishes; a failed job's record is its
+    error (one frame's failure is a result too), also appended to ``errors``."""
+    records = []
+    for frame, job in jobs:
         try:
-            known = REAL_FRAMES.get(relpath)
-            expected = None if known else EXPECTED_OBJECTS.get(relpath)
-            record = bench_real(relpath, known, root / "real" / slug, config, expected)
+            record = job()
         except Exception as exc:
-            record = {"frame": relpath, "error": f"{type(exc).__name__}: {exc}"}
+            record = {"frame": frame, "error": f"{type(exc).__name__}: {exc}"}
             errors.append(record)
-        real_frames.append(record)
+        records.append(record)
         if progress:
             progress(record)
-    return real_frames
+    return records
+
+
+def _slug(relpath: str) -> str:
+    return relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
+
+
+def _rendered_jobs(tasks: Sequence[str] | None, seeds: Sequence[int], root: Path, config: Any) -> list[Job]:
+    """One job per task (all when ``tasks`` is None) and seed."""
+    return [
+        (
+            f"{name} seed {seed}",
+            partial(bench_rendered, name, seed, root / "rendered" / f"{name}_seed{seed}", config),
+        )
+        for name in (tasks if tasks is not None else list_tasks())
+        for seed in seeds
+    ]
+
+
+def _real_jobs(relpaths: Sequence[str], root: Path, config: Any) -> list[Job]:
+    """One job per real frame: labels and reference sizes from :data:`REAL_FRAMES` where it lists the frame,
+    else every region unlabelled, against the hand count of :data:`EXPECTED_OBJECTS`."""
+    jobs: list[Job] = []
+    for relpath in relpaths:
+        known = REAL_FRAMES.get(relpath)
+        expected = None if known else EXPECTED_OBJECTS.get(relpath)
+        jobs.append(
+            (relpath, partial(bench_real, relpath, known, root / "real" / _slug(relpath), config, expected))
+        )
+    return jobs
+
+
+def _glass_jobs(relpaths: Sequence[str], root: Path, config: Any) -> list[Job]:
+    """One job per ClearGrasp transparent frame with its opaque twin among ``relpaths``
+    (:func:`simpact.bench.glass.bench_glass_pair`)."""
+    return [
+        (f"{glass} (glass)", partial(bench_glass_pair, glass, twin, root / "glass" / _slug(glass), config))
+        for glass, twin in glass_pairs(list(relpaths))
+    ]
 
 
 def _summarise(
@@ -665,4 +685,8 @@ def format_table(result: dict[str, Any]) -> str:
                 + "; render: "
                 + " ".join(f"{i['render']:.2f}" for i in ious)
             )
+    glass = [r for r in result.get("glass", []) if "error" not in r]
+    if glass:
+        lines += glass_lines(glass)
+    lines += [f"{r['frame']:<34} error: {r['error']}" for r in result.get("glass", []) if "error" in r]
     return "\n".join(lines)
