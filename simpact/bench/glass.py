@@ -24,6 +24,7 @@ import numpy as np
 
 from real2sim.datasets import read_any_frame, reference_masks, shared_data_dir
 from real2sim.pipeline import run_real2sim
+from simpact.bench.scoring import extent_error
 from simpact.core.frame import Frame
 
 __all__ = ["bench_glass_pair", "glass_lines", "glass_pairs"]
@@ -81,7 +82,7 @@ def bench_glass_pair(transparent: str, opaque: str, out: Path, config: Any) -> d
                 twin_source=twin.shape_source,
                 extent_m=[round(float(v), 4) for v in est],
                 twin_extent_m=[round(float(v), 4) for v in ref],
-                extent_pct=float(np.max(np.abs(est - ref) / ref) * 100),
+                extent_pct=extent_error(est, ref),
                 centre_cm=100
                 * float(np.linalg.norm(_centre_in_camera(glass, name) - _centre_in_camera(painted, name))),
                 iou=fit.get("iou"),

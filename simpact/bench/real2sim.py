@@ -16,13 +16,14 @@ of the object points a 6-DoF GraspNet frame ships (``smoothed_object_pc``), for 
 between the reconstructed object's lowest point and the table before placement (cm) and how far it moved in
 the settle run.
 
-Targets: rendered position error ≤ 1 cm and extent error ≤ 10 %; real extent error ≤ 20 %; real2sim ≤ 10 s
-per frame (the whole pipeline, overlays and settle run included).
+Targets (:data:`simpact.bench.real2sim_report.TARGETS`): rendered position error ≤ 1 cm and extent error ≤
+10 %; on the real frames extent error ≤ 10 %, silhouette IoU ≥ 0.85 and median depth residual ≤ 5 mm on each
+object, no mask over two objects; real2sim ≤ 10 s per frame (the whole pipeline, overlays and settle run
+included). Glass: :mod:`simpact.bench.glass`.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -47,131 +48,15 @@ from real2sim.datasets import (
     shared_data_dir,
 )
 from real2sim.pipeline import Real2SimConfig, run_real2sim
-from simpact.bench.glass import bench_glass_pair, glass_lines, glass_pairs
+from simpact.bench.glass import bench_glass_pair, glass_pairs
+from simpact.bench.real2sim_report import TARGETS, summarise
+from simpact.bench.scoring import extent_error, ground_truth_box, mask_iou, points_extent, pose_errors
 from simpact.core.jsonio import write_json
-from simpact.core.rotations import quat_to_matrix
 from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
-from solvers.mujoco.scene_builder import object_mesh
 from solvers.world import make_world
 
-__all__ = [
-    "TARGETS",
-    "format_table",
-    "ground_truth_box",
-    "points_extent",
-    "pose_errors",
-    "run_real2sim_bench",
-]
-
-TARGETS = {
-    "rendered_position_cm": 1.0,
-    "rendered_extent_pct": 10.0,
-    "real_extent_pct": 10.0,
-    "real_iou_min": 0.85,
-    "real_depth_residual_mm": 5.0,
-    "seconds_per_frame": 10.0,
-}
-
-
-def ground_truth_box(obj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
-    """A task object's oriented bounding box: centre (3,) m, rotation (3, 3), extent (3,) m, and its
-    symmetry (``box``, ``rotational`` about its z axis, ``sphere``, ``none``)."""
-    R = quat_to_matrix(obj.quaternion)
-    p = np.asarray(obj.position, dtype=float)
-    if obj.shape == "box":
-        return p, R, np.asarray(obj.size, dtype=float), "box"
-    if obj.shape == "cylinder":
-        r, h = obj.size
-        return p, R, np.array([2 * r, 2 * r, h]), "rotational"
-    if obj.shape == "bowl":
-        r, h, _ = obj.size
-        return p + R @ [0.0, 0.0, h / 2], R, np.array([2 * r, 2 * r, h]), "rotational"
-    if obj.shape == "sphere":
-        return p, R, np.full(3, 2 * obj.size[0]), "sphere"
-    mesh = object_mesh(obj)
-    assert mesh is not None
-    lo, hi = mesh.bounds
-    return p + R @ ((lo + hi) / 2), R, hi - lo, "none"
-
-
-def _signed_permutations() -> list[np.ndarray]:
-    """The 24 proper rotations that map the coordinate axes onto themselves."""
-    out = []
-    for perm in itertools.permutations(range(3)):
-        for signs in itertools.product((1.0, -1.0), repeat=3):
-            P = np.zeros((3, 3))
-            for i, (j, s) in enumerate(zip(perm, signs)):
-                P[j, i] = s
-            if np.linalg.det(P) > 0:
-                out.append(P)
-    return out
-
-
-_AXES = _signed_permutations()
-
-
-def _angle(R: np.ndarray) -> float:
-    return float(np.degrees(np.arccos(np.clip((np.trace(R) - 1) / 2, -1.0, 1.0))))
-
-
-def pose_errors(
-    centre: np.ndarray,
-    quaternion: Sequence[float] | np.ndarray,
-    extent: np.ndarray,
-    gt_centre: np.ndarray,
-    gt_R: np.ndarray,
-    gt_extent: np.ndarray,
-    symmetry: str,
-) -> dict[str, float]:
-    """Position error (cm), symmetry-aware rotation error (deg) and extent error (%, largest over the edges).
-
-    The estimate's axes may be any relabelling of the truth's: each of the 24 axis relabellings ``P`` pairs
-    the estimate's edges ``P``-permuted with the truth's; the relabellings whose extent error is within 2 %
-    of the best are equally valid answers, and the rotation error is the smallest among them (for
-    ``rotational`` symmetry: the angle between the axes that play the truth's z; ``sphere``: 0)."""
-    R = quat_to_matrix(quaternion)
-    est = np.asarray(extent, dtype=float)
-    candidates = []
-    for P in _AXES:
-        ext = np.abs(P) @ est  # the estimate's edges along the truth's axes under this relabelling
-        candidates.append((float(np.max(np.abs(ext - gt_extent) / gt_extent)), P))
-    best = min(c[0] for c in candidates)
-    rot = []
-    for err, P in candidates:
-        if err > best + 0.02:
-            continue
-        R_est = R @ P.T  # estimate's frame with its axes relabelled as the truth's
-        if symmetry == "sphere":
-            rot.append(0.0)
-        elif symmetry == "rotational":
-            cos = float(np.clip(abs(R_est[:, 2] @ gt_R[:, 2]), -1.0, 1.0))
-            rot.append(float(np.degrees(np.arccos(cos))))
-        else:
-            rot.append(_angle(gt_R.T @ R_est))
-    return {
-        "position_cm": float(np.linalg.norm(np.asarray(centre, dtype=float) - gt_centre) * 100),
-        "rotation_deg": min(rot),
-        "extent_pct": best * 100,
-    }
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    union = int(np.logical_or(a, b).sum())
-    return float(np.logical_and(a, b).sum() / union) if union else 0.0
-
-
-def _summary(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    v = np.asarray(values, dtype=float)
-    return {
-        "mean": float(v.mean()),
-        "median": float(np.median(v)),
-        "min": float(v.min()),
-        "max": float(v.max()),
-        "n": int(v.size),
-    }
+__all__ = ["bench_real", "bench_rendered", "run_real2sim_bench"]
 
 
 def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
@@ -204,7 +89,7 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
             entry["matched"] = est
         gt_mask = frame.masks == ids[name] if name in ids else np.zeros(frame.masks.shape, bool)
         entry["visible_px"] = int(gt_mask.sum())  # 0: hidden from the camera, nothing to find
-        entry["mask_iou"] = _iou(masks[est], gt_mask) if est in masks else 0.0
+        entry["mask_iou"] = mask_iou(masks[est], gt_mask) if est in masks else 0.0
         if est is not None:
             g = result.geometries[est]
             entry.update(
@@ -259,27 +144,6 @@ def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str,
         for r, c in zip(rows, cols):
             out[members[r]] = found[c]
     return out
-
-
-def points_extent(points_world: np.ndarray) -> np.ndarray:
-    """Oriented extents (m) of an object's points in the world frame (table top at z = 0): the sides of the
-    minimum-area rectangle of their top view (0.5-99.5 percentiles along its axes) and the height of their
-    top above the table, on which the object rests."""
-    import cv2
-
-    pts = np.asarray(points_world, dtype=np.float64)
-    xy = pts[:, :2] - pts[:, :2].mean(axis=0)
-    _, _, angle = cv2.minAreaRect(xy.astype(np.float32))
-    a = np.deg2rad(angle)
-    local = xy @ np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
-    side = np.percentile(local, 99.5, axis=0) - np.percentile(local, 0.5, axis=0)
-    return np.array([side[0], side[1], max(float(np.percentile(pts[:, 2], 99.5)), 0.0)])
-
-
-def _extent_error(est: np.ndarray, ref: np.ndarray) -> float:
-    """Largest relative error (%) over the edges, both sorted (orientation-free)."""
-    est, ref = np.sort(est), np.sort(ref)
-    return float(np.max(np.abs(est - ref) / ref) * 100)
 
 
 def bench_real(
@@ -341,10 +205,10 @@ def bench_real(
             if ycb is not None:
                 ref = np.sort(np.asarray(YCB_SIZES_M[ycb], dtype=float))
                 entry["known_extent_m"] = [float(v) for v in ref]
-                entry["extent_pct"] = _extent_error(est, ref)
+                entry["extent_pct"] = extent_error(est, ref)
             if pc_extent is not None and name == pc_owner:
                 entry["pc_extent_m"] = [round(float(v), 4) for v in np.sort(pc_extent)]
-                entry["pc_extent_pct"] = _extent_error(est, pc_extent)
+                entry["pc_extent_pct"] = extent_error(est, pc_extent)
                 if ycb is None:
                     entry["extent_pct"] = entry["pc_extent_pct"]
             placement = result.placement.get(name, {})
@@ -413,7 +277,7 @@ def _against_reference_masks(
                 render |= index == rendered.index(n)
         ious.append(
             {
-                k: round(_iou(m, ref), 4)
+                k: round(mask_iou(m, ref), 4)
                 for k, m in (("mask", mask), ("depth_mask", depth_cut), ("render", render))
             }
         )
@@ -473,11 +337,7 @@ def run_real2sim_bench(
             relpaths = discover_real_frames(shared_data_dir("rgbd")) if real_frames is None else real_frames
             real_records = _run_jobs(_real_jobs(relpaths, root, config), progress, errors)
             glass_records = _run_jobs(_glass_jobs(relpaths, root, config), progress, errors)
-    summary, met = _summarise(rendered, real_records)
-    summary["glass"] = {
-        key: _summary([o[key] for r in glass_records for o in r.get("objects", {}).values() if key in o])
-        for key in ("extent_pct", "centre_cm")
-    }
+    summary, met = summarise(rendered, real_records, glass_records)
     result = {
         "targets": TARGETS,
         "targets_met": met,
@@ -550,143 +410,3 @@ def _glass_jobs(relpaths: Sequence[str], root: Path, config: Any) -> list[Job]:
         (f"{glass} (glass)", partial(bench_glass_pair, glass, twin, root / "glass" / _slug(glass), config))
         for glass, twin in glass_pairs(list(relpaths))
     ]
-
-
-def _summarise(
-    rendered: list[dict[str, Any]], real_frames: list[dict[str, Any]]
-) -> tuple[dict[str, Any], dict[str, bool | None]]:
-    """The summary statistics of all records and which targets they meet."""
-
-    def values(records: list[dict[str, Any]], key: str) -> list[float]:
-        return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
-
-    seconds = [r["seconds"] for r in rendered + real_frames if "seconds" in r]
-    summary: dict[str, Any] = {
-        "rendered": {
-            key: _summary(values(rendered, key))
-            for key in ("position_cm", "rotation_deg", "extent_pct", "mask_iou")
-        },
-        "rendered_found": [
-            sum(o["found"] for r in rendered for o in r.get("objects", {}).values()),
-            sum(len(r.get("objects", {})) for r in rendered),
-        ],
-        "rendered_not_visible": [
-            f"{r['frame']}: {name}"
-            for r in rendered
-            for name, o in r.get("objects", {}).items()
-            if o.get("visible_px") == 0
-        ],
-        "real": {
-            "extent_pct": _summary(values(real_frames, "extent_pct")),
-            "support_gap_cm": _summary([abs(v) for v in values(real_frames, "support_gap_cm")]),
-            "found": [
-                sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
-                sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
-            ],
-            "iou": _summary(values(real_frames, "iou")),
-            "depth_residual_mm": _summary(values(real_frames, "depth_residual_mm")),
-            "masks_spanning_two": sum(
-                o.get("spans", 0) >= 2 for r in real_frames for o in r.get("objects", {}).values()
-            ),
-            "annotated_found": [
-                sum(r.get("annotated_found", 0) for r in real_frames),
-                sum(r.get("annotated", 0) for r in real_frames),
-            ],
-            "annotated_iou": {
-                kind: _summary([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
-                for kind in ("mask", "depth_mask", "render")
-            },
-            "regions_vs_expected": {
-                r["frame"]: [r["regions"], r["expected_objects"]]
-                for r in real_frames
-                if r.get("expected_objects") is not None and r.get("regions") is not None
-            },
-            "object_points": {
-                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
-                for r in real_frames
-                if "points" in r
-            },
-            "verdicts": {
-                v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
-                for v in ("good", "check", "poor")
-            },
-        },
-        "seconds_per_frame": _summary(seconds),
-    }
-
-    def within(stats: dict[str, float] | None, target: str) -> bool | None:
-        """Whether the worst value meets the target; None when nothing was measured (e.g. ``--no-real``)."""
-        return None if stats is None else stats["max"] <= TARGETS[target]
-
-    met = {
-        "rendered_position_cm": within(_summary(values(rendered, "position_cm")), "rendered_position_cm"),
-        "rendered_extent_pct": within(_summary(values(rendered, "extent_pct")), "rendered_extent_pct"),
-        "real_extent_pct": within(_summary(values(real_frames, "extent_pct")), "real_extent_pct"),
-        "real_iou_min": (
-            None
-            if not values(real_frames, "iou")
-            else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
-        ),
-        "real_no_mask_spans_two": (  # against the frames' own masks and the hand-placed object points
-            None
-            if not any("annotated" in r or "points" in r for r in real_frames)
-            else all(o.get("spans", 0) < 2 for r in real_frames for o in r.get("objects", {}).values())
-            and not any(r.get("masks_merging", 0) for r in real_frames)
-        ),
-        "real_depth_residual_mm": within(
-            _summary(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"
-        ),
-        "seconds_per_frame": within(_summary(seconds), "seconds_per_frame"),
-    }
-    return summary, met
-
-
-def format_table(result: dict[str, Any]) -> str:
-    """One line per object: frame, object, errors."""
-    head = f"{'frame':<34} {'object':<18} {'pos cm':>7} {'rot deg':>8} {'ext %':>6} {'IoU':>5} {'s':>5}"
-    lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} {'near mm':>7} verdict"]
-    for r in result["rendered"] + result["real"]:
-        if "error" in r:
-            lines.append(f"{r['frame']:<34} error: {r['error']}")
-            continue
-        for name, o in r["objects"].items():
-
-            def f(key: str, fmt: str, o: dict[str, Any] = o) -> str:
-                return format(o[key], fmt) if key in o else "-"
-
-            found = "" if o["found"] else " (not visible)" if o.get("visible_px") == 0 else " (not found)"
-            errors = (
-                f"{f('position_cm', '7.2f'):>7} {f('rotation_deg', '8.1f'):>8} {f('extent_pct', '6.1f'):>6}"
-            )
-            iou = f("mask_iou", "5.2f") if "mask_iou" in o else f("iou", "5.2f")
-            lines.append(
-                f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
-                f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
-                f"{f('depth_residual_mm', '6.1f'):>6} {f('table_nearby_residual_mm', '7.1f'):>7} "
-                f"{o.get('verdict', '')}"
-            )
-    for r in result["real"]:
-        if r.get("expected_objects") is not None and r.get("regions") is not None:
-            lines.append(
-                f"{r['frame']:<34} regions {r['regions']} of {r['expected_objects']} objects (hand count)"
-            )
-        if "points" in r:
-            lines.append(
-                f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
-                f"{r['masks_merging']} masks over two or more ({r['objects_merged']} objects)"
-            )
-        if r.get("annotated_iou"):
-            ious = r["annotated_iou"]
-            lines.append(
-                f"{r['frame']:<34} annotated objects' IoU, masks: "
-                + " ".join(f"{i['mask']:.2f}" for i in ious)
-                + "; depth regions: "
-                + " ".join(f"{i['depth_mask']:.2f}" for i in ious)
-                + "; render: "
-                + " ".join(f"{i['render']:.2f}" for i in ious)
-            )
-    glass = [r for r in result.get("glass", []) if "error" not in r]
-    if glass:
-        lines += glass_lines(glass)
-    lines += [f"{r['frame']:<34} error: {r['error']}" for r in result.get("glass", []) if "error" in r]
-    return "\n".join(lines)

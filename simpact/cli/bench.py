@@ -19,8 +19,8 @@ from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
 from simpact.bench.mpm import run_mpm_bench
 from simpact.bench.perf import run_perf
-from simpact.bench.real2sim import format_table as real2sim_table
 from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.real2sim_report import format_table as real2sim_table
 from simpact.bench.rope import run_rope_bench
 from simpact.bench.sim2real import Sim2RealProgress, run_sim2real
 from simpact.bench.sim2real import format_table as sim2real_table

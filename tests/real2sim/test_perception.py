@@ -116,7 +116,7 @@ def test_real_frames_extents_within_20_percent(rel: str) -> None:
         read_graspnet_object_points,
         shared_data_dir,
     )
-    from simpact.bench.real2sim import points_extent
+    from simpact.bench.scoring import points_extent
 
     try:
         frame = read_any_frame(shared_data_dir(rel))

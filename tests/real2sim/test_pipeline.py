@@ -25,7 +25,7 @@ from real2sim.pipeline import (
 from real2sim.scene_files import TABLE_MARGIN_M, column_parts, covering_table_size
 from real2sim.separate import GAP_M
 from real2sim.types import ObjectGeometry, TablePlane
-from simpact.bench.real2sim import ground_truth_box, pose_errors
+from simpact.bench.scoring import ground_truth_box, pose_errors
 from simpact.cli import main
 from simpact.core.frame import Frame, write_frame_bundle
 from simpact.core.scene import TABLE_NEAR_X, SceneObject

@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from simpact.bench.real2sim import format_table, ground_truth_box, pose_errors, run_real2sim_bench
+from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.real2sim_report import format_table
+from simpact.bench.scoring import ground_truth_box, pose_errors
 
 
 def quat_z(angle: float) -> np.ndarray:
@@ -107,7 +109,7 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
 
 
 def test_points_extent_is_the_oriented_footprint_and_the_height() -> None:
-    from simpact.bench.real2sim import points_extent
+    from simpact.bench.scoring import points_extent
 
     rng = np.random.default_rng(0)
     local = rng.uniform(-0.5, 0.5, (4000, 3)) * [0.16, 0.06, 0.0]
@@ -118,7 +120,7 @@ def test_points_extent_is_the_oriented_footprint_and_the_height() -> None:
 
 
 def test_regions_are_reported_against_the_hand_count() -> None:
-    from simpact.bench.real2sim import _summarise
+    from simpact.bench.real2sim_report import summarise
 
     records = [
         {
@@ -130,7 +132,7 @@ def test_regions_are_reported_against_the_hand_count() -> None:
         },
         {"frame": "rgbd/posecnn/000001-color.png", "regions": None, "expected_objects": None, "objects": {}},
     ]
-    summary, _ = _summarise([], records)
+    summary, _ = summarise([], records)
     assert summary["real"]["regions_vs_expected"] == {"rgbd/uois/image_0008.npy": [8, 10]}
     table = format_table({"rendered": [], "real": records})
     assert "regions 8 of 10 objects" in table and table.count("regions") == 1
@@ -148,11 +150,11 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     assert _against_object_points(None, [a]) == {}
     # the target "no mask spans two objects" is missed by such a mask, as by one over two annotated masks
-    from simpact.bench.real2sim import _summarise
+    from simpact.bench.real2sim_report import summarise
 
     record = {"frame": "f", "objects": {"object_0": {"spans": 1}}, "seconds": 1.0, **got}
-    assert _summarise([], [record])[1]["real_no_mask_spans_two"] is False
-    assert _summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
+    assert summarise([], [record])[1]["real_no_mask_spans_two"] is False
+    assert summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
 
 
 def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -> None:
@@ -177,7 +179,8 @@ def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -
 
 def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
     from real2sim.types import Segment
-    from simpact.bench.real2sim import _against_reference_masks, _summarise
+    from simpact.bench.real2sim import _against_reference_masks
+    from simpact.bench.real2sim_report import summarise
 
     ref = np.zeros((20, 30), bool)
     ref[2:12, 2:12] = True  # one annotated object, 100 px
@@ -202,7 +205,7 @@ def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
         {"mask": 0.8, "depth_mask": 0.6, "render": round(100 / 120, 4)},
         {"mask": 0.0, "depth_mask": 0.0, "render": 0.0},
     ]
-    summary = _summarise([], [{"frame": "f", "objects": {}, "seconds": 1.0, **got}])[0]
+    summary = summarise([], [{"frame": "f", "objects": {}, "seconds": 1.0, **got}])[0]
     assert summary["real"]["annotated_iou"]["render"]["min"] == 0.0
     assert "depth regions: 0.60 0.00; render: 0.83 0.00" in format_table(
         {"rendered": [], "real": [{"frame": "f", "objects": {}, **got}]}

@@ -1,0 +1,180 @@
+"""The report of ``simpact bench real2sim``: its targets, the summary of its records and which targets they
+meet, and its table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from simpact.bench.glass import glass_lines
+
+__all__ = ["TARGETS", "format_table", "summarise", "summary_stats"]
+
+
+TARGETS = {
+    "rendered_position_cm": 1.0,
+    "rendered_extent_pct": 10.0,
+    "real_extent_pct": 10.0,
+    "real_iou_min": 0.85,
+    "real_depth_residual_mm": 5.0,
+    "seconds_per_frame": 10.0,
+}
+
+
+def summary_stats(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    v = np.asarray(values, dtype=float)
+    return {
+        "mean": float(v.mean()),
+        "median": float(np.median(v)),
+        "min": float(v.min()),
+        "max": float(v.max()),
+        "n": int(v.size),
+    }
+
+
+def summarise(
+    rendered: list[dict[str, Any]], real_frames: list[dict[str, Any]], glass: Sequence[dict[str, Any]] = ()
+) -> tuple[dict[str, Any], dict[str, bool | None]]:
+    """The summary statistics of all records (``glass``: :func:`simpact.bench.glass.bench_glass_pair`'s) and
+    which targets they meet."""
+
+    def values(records: list[dict[str, Any]], key: str) -> list[float]:
+        return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
+
+    seconds = [r["seconds"] for r in rendered + real_frames if "seconds" in r]
+    summary: dict[str, Any] = {
+        "rendered": {
+            key: summary_stats(values(rendered, key))
+            for key in ("position_cm", "rotation_deg", "extent_pct", "mask_iou")
+        },
+        "rendered_found": [
+            sum(o["found"] for r in rendered for o in r.get("objects", {}).values()),
+            sum(len(r.get("objects", {})) for r in rendered),
+        ],
+        "rendered_not_visible": [
+            f"{r['frame']}: {name}"
+            for r in rendered
+            for name, o in r.get("objects", {}).items()
+            if o.get("visible_px") == 0
+        ],
+        "real": {
+            "extent_pct": summary_stats(values(real_frames, "extent_pct")),
+            "support_gap_cm": summary_stats([abs(v) for v in values(real_frames, "support_gap_cm")]),
+            "found": [
+                sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
+                sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
+            ],
+            "iou": summary_stats(values(real_frames, "iou")),
+            "depth_residual_mm": summary_stats(values(real_frames, "depth_residual_mm")),
+            "masks_spanning_two": sum(
+                o.get("spans", 0) >= 2 for r in real_frames for o in r.get("objects", {}).values()
+            ),
+            "annotated_found": [
+                sum(r.get("annotated_found", 0) for r in real_frames),
+                sum(r.get("annotated", 0) for r in real_frames),
+            ],
+            "annotated_iou": {
+                kind: summary_stats([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
+                for kind in ("mask", "depth_mask", "render")
+            },
+            "regions_vs_expected": {
+                r["frame"]: [r["regions"], r["expected_objects"]]
+                for r in real_frames
+                if r.get("expected_objects") is not None and r.get("regions") is not None
+            },
+            "object_points": {
+                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
+                for r in real_frames
+                if "points" in r
+            },
+            "verdicts": {
+                v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
+                for v in ("good", "check", "poor")
+            },
+        },
+        "seconds_per_frame": summary_stats(seconds),
+        "glass": {key: summary_stats(values(list(glass), key)) for key in ("extent_pct", "centre_cm")},
+    }
+
+    def within(stats: dict[str, float] | None, target: str) -> bool | None:
+        """Whether the worst value meets the target; None when nothing was measured (e.g. ``--no-real``)."""
+        return None if stats is None else stats["max"] <= TARGETS[target]
+
+    met = {
+        "rendered_position_cm": within(
+            summary_stats(values(rendered, "position_cm")), "rendered_position_cm"
+        ),
+        "rendered_extent_pct": within(summary_stats(values(rendered, "extent_pct")), "rendered_extent_pct"),
+        "real_extent_pct": within(summary_stats(values(real_frames, "extent_pct")), "real_extent_pct"),
+        "real_iou_min": (
+            None
+            if not values(real_frames, "iou")
+            else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
+        ),
+        "real_no_mask_spans_two": (  # against the frames' own masks and the hand-placed object points
+            None
+            if not any("annotated" in r or "points" in r for r in real_frames)
+            else all(o.get("spans", 0) < 2 for r in real_frames for o in r.get("objects", {}).values())
+            and not any(r.get("masks_merging", 0) for r in real_frames)
+        ),
+        "real_depth_residual_mm": within(
+            summary_stats(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"
+        ),
+        "seconds_per_frame": within(summary_stats(seconds), "seconds_per_frame"),
+    }
+    return summary, met
+
+
+def format_table(result: dict[str, Any]) -> str:
+    """One line per object: frame, object, errors."""
+    head = f"{'frame':<34} {'object':<18} {'pos cm':>7} {'rot deg':>8} {'ext %':>6} {'IoU':>5} {'s':>5}"
+    lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} {'near mm':>7} verdict"]
+    for r in result["rendered"] + result["real"]:
+        if "error" in r:
+            lines.append(f"{r['frame']:<34} error: {r['error']}")
+            continue
+        for name, o in r["objects"].items():
+
+            def f(key: str, fmt: str, o: dict[str, Any] = o) -> str:
+                return format(o[key], fmt) if key in o else "-"
+
+            found = "" if o["found"] else " (not visible)" if o.get("visible_px") == 0 else " (not found)"
+            errors = (
+                f"{f('position_cm', '7.2f'):>7} {f('rotation_deg', '8.1f'):>8} {f('extent_pct', '6.1f'):>6}"
+            )
+            iou = f("mask_iou", "5.2f") if "mask_iou" in o else f("iou", "5.2f")
+            lines.append(
+                f"{r['frame']:<34} {name + found:<18} {errors} {iou:>5} "
+                f"{r['seconds']:5.1f} {o.get('reference', 'scene'):<9} {f('pc_extent_pct', '8.1f'):>8} "
+                f"{f('depth_residual_mm', '6.1f'):>6} {f('table_nearby_residual_mm', '7.1f'):>7} "
+                f"{o.get('verdict', '')}"
+            )
+    for r in result["real"]:
+        if r.get("expected_objects") is not None and r.get("regions") is not None:
+            lines.append(
+                f"{r['frame']:<34} regions {r['regions']} of {r['expected_objects']} objects (hand count)"
+            )
+        if "points" in r:
+            lines.append(
+                f"{r['frame']:<34} {r['points_found']} of {r['points']} hand-marked objects in a mask, "
+                f"{r['masks_merging']} masks over two or more ({r['objects_merged']} objects)"
+            )
+        if r.get("annotated_iou"):
+            ious = r["annotated_iou"]
+            lines.append(
+                f"{r['frame']:<34} annotated objects' IoU, masks: "
+                + " ".join(f"{i['mask']:.2f}" for i in ious)
+                + "; depth regions: "
+                + " ".join(f"{i['depth_mask']:.2f}" for i in ious)
+                + "; render: "
+                + " ".join(f"{i['render']:.2f}" for i in ious)
+            )
+    glass = [r for r in result.get("glass", []) if "error" not in r]
+    if glass:
+        lines += glass_lines(glass)
+    lines += [f"{r['frame']:<34} error: {r['error']}" for r in result.get("glass", []) if "error" in r]
+    return "\n".join(lines)
