@@ -20,6 +20,7 @@ import numpy as np
 import trimesh
 
 from real2sim.no_depth import fit_silhouette, unseen_by_depth
+from real2sim.outline import outline_kind
 from real2sim.pose import estimate_pose
 from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull, refine_vessel
 from real2sim.segment import AssignFn, segment
@@ -29,7 +30,6 @@ from real2sim.shape import (
     complete_shape,
     frustum,
     kind_from_label,
-    outline_kind,
 )
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane

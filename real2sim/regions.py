@@ -15,8 +15,8 @@ import numpy as np
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes, fill_enclosed
+from real2sim.outline import outline_kind
 from real2sim.plateaus import merge_nested, split_at_height_step, split_at_saddle
-from real2sim.shape import outline_kind
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, plane_through, ransac_plane

@@ -35,9 +35,8 @@ from typing import Any
 import numpy as np
 import trimesh
 from PIL import Image
-from scipy.optimize import least_squares
-from scipy.spatial import ConvexHull, QhullError
 
+from real2sim.outline import fit_circle_arc, fit_circle_outline, fit_rectangle, outline_kind
 from real2sim.types import label_words
 from real2sim.weights import load_local
 from simpact.core.errors import SimpactError
@@ -53,7 +52,6 @@ __all__ = [
     "complete_shape",
     "frustum",
     "kind_from_label",
-    "outline_kind",
     "scale_and_centre",
 ]
 
@@ -113,91 +111,11 @@ def _clean(points: np.ndarray, voxel_m: float) -> np.ndarray:
     return np.asarray(pcd.points)
 
 
-def _circle_fit(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """Least-squares circle through 2-D points: centre, radius, RMS residual (m)."""
-    A = np.column_stack([2 * xy, np.ones(len(xy))])
-    b = (xy**2).sum(axis=1)
-    sol, *_ = np.linalg.lstsq(A, b, rcond=None)
-    centre = sol[:2]
-    r = float(np.sqrt(max(sol[2] + centre @ centre, 1e-12)))
-    res = np.linalg.norm(xy - centre, axis=1) - r
-    return centre, r, float(np.sqrt(np.mean(res**2)))
-
-
-def _outline(xy: np.ndarray) -> np.ndarray:
-    """Vertices of the 2-D convex hull of ``xy``."""
-
-    try:
-        return np.asarray(xy[ConvexHull(xy).vertices])
-    except QhullError:  # collinear or too few points (a sliver seen past an occluder)
-        return np.asarray(xy[ConvexHull(xy, qhull_options="QJ").vertices]) if len(xy) >= 3 else np.asarray(xy)
-
-
-def _fit_circle_outline(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
-    """Circle through the outline of the top view (trimmed once): centre, radius, relative residual."""
-    hull = _outline(xy)
-    centre, r, rms = _circle_fit(hull)
-    res = np.abs(np.linalg.norm(hull - centre, axis=1) - r)
-    keep = res < max(2.5 * rms, 1e-3)
-    if keep.sum() >= 5:
-        centre, r, rms = _circle_fit(hull[keep])
-    return centre, r, rms / max(r, 1e-6)
-
-
-def _fit_circle_arc(
-    xy: np.ndarray, centre: np.ndarray, radius: float, loss_scale_m: float = 0.002
-) -> tuple[np.ndarray, float, float]:
-    """Circle fitted to the points themselves (geometric distance, robust loss), started from
-    ``centre``/``radius``: centre, radius and the angle (rad) of the arc the points cover. Unlike the outline
-    fit it uses the curvature of the whole visible arc, so a cylinder half hidden by an occluder keeps its
-    diameter."""
-
-    def residual(x: np.ndarray) -> np.ndarray:
-        return np.asarray(np.linalg.norm(xy - x[:2], axis=1) - x[2])
-
-    sol = least_squares(
-        residual, [centre[0], centre[1], max(radius, 1e-3)], loss="soft_l1", f_scale=loss_scale_m
-    )
-    c, r = np.asarray(sol.x[:2]), abs(float(sol.x[2]))
-    ang = np.sort(np.arctan2(xy[:, 1] - c[1], xy[:, 0] - c[0]))
-    gap = float(np.max(np.diff(np.r_[ang, ang[0] + 2 * np.pi]))) if len(ang) > 1 else 2 * np.pi
-    return c, r, 2 * np.pi - gap
-
-
-def _fit_rectangle(xy: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, float]:
-    """Minimum-area rectangle of the outline (robust extents): yaw, centre, (long, short) size, relative
-    residual of the outline to the rectangle's edges."""
-    import cv2
-
-    (cx, cy), (w, h), angle = cv2.minAreaRect(_outline(xy).astype(np.float32))
-    yaw = np.deg2rad(angle) + (0.0 if w >= h else np.pi / 2)
-    R = np.array([[np.cos(yaw), np.sin(yaw)], [-np.sin(yaw), np.cos(yaw)]])
-    local = (xy - [cx, cy]) @ R.T
-    lo, hi = np.percentile(local, 0.5, axis=0), np.percentile(local, 99.5, axis=0)
-    size = hi - lo
-    centre = np.array([cx, cy]) + ((lo + hi) / 2) @ R
-    hull_local = (_outline(xy) - centre) @ R.T
-    edge = np.min(np.abs(np.abs(hull_local) - size / 2), axis=1)
-    yaw = float((yaw + np.pi / 2) % np.pi - np.pi / 2)
-    return yaw, centre, size, float(np.sqrt(np.mean(edge**2)) / max(float(size.max()), 1e-6))
-
-
-def outline_kind(points_world: np.ndarray) -> str:
-    """``round`` if a circle fits the top-view outline of the points better than a rectangle, else
-    ``rectangular``."""
-    xy = np.asarray(points_world)[:, :2]
-    if len(xy) < 10:
-        return "unknown"
-    _, _, circle_res = _fit_circle_outline(xy)
-    _, _, size, rect_res = _fit_rectangle(xy)
-    return "round" if circle_res < rect_res and size[1] > 0.6 * size[0] else "rectangular"
-
-
 # --- geometric back-end ------------------------------------------------------------------------------------
 
 
 def _box(points: np.ndarray, pad_m: float) -> Shape:
-    yaw, centre, size, _ = _fit_rectangle(points[:, :2])
+    yaw, centre, size, _ = fit_rectangle(points[:, :2])
     size = size + 2 * pad_m
     top = max(float(np.percentile(points[:, 2], 99.5)), 0.001)
     mesh = trimesh.creation.box(extents=[size[0], size[1], top])
@@ -209,7 +127,7 @@ def _revolution(
 ) -> Shape:
     """A solid (or, ``concave``, an open vessel) of revolution standing on the table, or, when ``may_lie``
     and the points' surface normals say so, a cylinder lying on its side."""
-    centre, radius, _ = _fit_circle_outline(points[:, :2])
+    centre, radius, _ = fit_circle_outline(points[:, :2])
     spread = float(np.max(np.ptp(points[:, :2], axis=0)))
     if radius > spread:  # a nearly straight sliver: an arc of under 60 degrees says little about the radius
         radius = spread / 2
@@ -222,7 +140,7 @@ def _revolution(
     if concave is not True and len(side) >= 30:
         # A solid's side wall is an arc of the circle: where an occluder hides part of it, the outline
         # circle (through the visible chord) comes out too small, the arc's curvature does not.
-        c_arc, r_arc, span = _fit_circle_arc(side[:, :2], centre, radius - pad_m)
+        c_arc, r_arc, span = fit_circle_arc(side[:, :2], centre, radius - pad_m)
         if span >= np.deg2rad(60.0) and radius - pad_m < r_arc <= spread:
             arc = (c_arc, r_arc)
         # It may also lie on its side (a can knocked over): a standing cylinder shows a vertical wall and a
@@ -327,7 +245,7 @@ def _lying_cylinder(points: np.ndarray, pad_m: float) -> tuple[Shape, float]:
     points to it."""
     top = max(float(np.percentile(points[:, 2], 99.5)), 0.002)
     radius = top / 2
-    yaw0, _, _, _ = _fit_rectangle(points[:, :2])
+    yaw0, _, _, _ = fit_rectangle(points[:, :2])
     best: tuple[float, float, float, float, float] | None = None  # residual, yaw, t0, lo, hi
     # The top view's rectangle of a partial view can be turned a few degrees from the axis (one side seen):
     # axes within 15 degrees of either side are tried.
@@ -377,7 +295,7 @@ def _mirror(points: np.ndarray, view_dir_xy: np.ndarray | None) -> Shape:
     floor = floor.copy()
     floor[:, 2] = 0.0
     hull = trimesh.convex.convex_hull(np.vstack([points, mirrored, floor]))
-    yaw, centre, size, _ = _fit_rectangle(np.asarray(hull.vertices)[:, :2])
+    yaw, centre, size, _ = fit_rectangle(np.asarray(hull.vertices)[:, :2])
     T = _pose(yaw, [centre[0], centre[1], 0.0])
     local = hull.copy()
     local.apply_transform(np.linalg.inv(T))
