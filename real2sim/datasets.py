@@ -8,6 +8,7 @@ from these formats carry no ``T_base_cam``: real2sim then defines the world fram
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -29,7 +30,10 @@ __all__ = [
     "REAL_FRAMES",
     "SharedDataMissing",
     "discover_real_frames",
+    "mask_image_objects",
+    "read_mask_image",
     "reference_masks",
+    "with_masks",
     "read_any_frame",
     "read_cleargrasp_frame",
     "read_graspnet_frame",
@@ -396,7 +400,6 @@ def reference_masks(path: str | os.PathLike[str], min_pixels: int = 500) -> list
     ClearGrasp frames ship ``N-mask.png``: one binary mask of the (transparent, or in the ``opaque`` frame
     painted) objects; its connected parts of at least ``min_pixels`` are taken as the objects (objects that
     touch in the image come out as one). Other objects in the scene are not marked."""
-    import cv2
 
     p = Path(path)
     if not p.name.endswith("-rgb-img.jpg"):
@@ -405,7 +408,48 @@ def reference_masks(path: str | os.PathLike[str], min_pixels: int = 500) -> list
     mask_file = p.with_name(f"{stem}-mask.png")
     if not mask_file.is_file():
         return None
-    binary = (np.asarray(Image.open(mask_file).convert("L")) > 127).astype(np.uint8)
-    count, labels = cv2.connectedComponents(binary, connectivity=8)
-    parts = [labels == k for k in range(1, count)]
+    binary = np.asarray(Image.open(mask_file).convert("L")) > 127
+    return mask_image_objects(binary, min_pixels)
+
+
+def mask_image_objects(image: np.ndarray, min_pixels: int = 1) -> list[np.ndarray]:
+    """The objects of a mask image (H, W), one (H, W) bool mask each: a label image's non-zero values in
+    ascending order, or, where it has one non-zero value only (a binary mask), its connected parts
+    (8-connected, in order of their first pixel); parts under ``min_pixels`` are dropped."""
+    import cv2
+
+    values = np.unique(image[image != 0])
+    if len(values) == 1:
+        count, labels = cv2.connectedComponents((image != 0).astype(np.uint8), connectivity=8)
+        parts = [labels == k for k in range(1, count)]
+    else:
+        parts = [image == v for v in values]
     return [m for m in parts if int(m.sum()) >= min_pixels]
+
+
+def read_mask_image(path: str | os.PathLike[str], shape: tuple[int, int]) -> list[np.ndarray]:
+    """The objects (:func:`mask_image_objects`) of the mask image file ``path`` (PNG: 8 or 16 bits, one
+    channel or grey), which must be of the frame's ``shape`` (rows, columns)."""
+    p = Path(path)
+    try:
+        with Image.open(p) as img:
+            image = np.asarray(img if img.mode in ("L", "I", "I;16", "1") else img.convert("L"))
+    except (OSError, ValueError) as exc:
+        raise FrameError(f"{p}: not a readable mask image ({exc})") from None
+    if image.shape[:2] != tuple(shape):
+        raise FrameError(
+            f"{p}: mask image is {image.shape[1]}x{image.shape[0]} px, the frame {shape[1]}x{shape[0]}"
+        )
+    objects = mask_image_objects(np.asarray(image))
+    if not objects:
+        raise FrameError(f"{p}: the mask image marks no object (every pixel is 0)")
+    return objects
+
+
+def with_masks(frame: Frame, masks: list[np.ndarray], names: list[str]) -> Frame:
+    """``frame`` with the object ``masks`` (one (H, W) bool each, later ones over earlier) named ``names``,
+    for the ``masks`` segmenter."""
+    ids = np.zeros(frame.depth.shape, np.int32)
+    for i, m in enumerate(masks):
+        ids[m] = i + 1
+    return dataclasses.replace(frame, masks=ids, mask_names={i + 1: n for i, n in enumerate(names)})

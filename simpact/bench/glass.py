@@ -22,10 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from real2sim.datasets import read_any_frame, reference_masks, shared_data_dir
+from real2sim.datasets import read_any_frame, reference_masks, shared_data_dir, with_masks
 from real2sim.pipeline import run_real2sim
 from simpact.bench.scoring import extent_error
-from simpact.core.frame import Frame
 
 __all__ = ["bench_glass_pair", "glass_lines", "glass_pairs"]
 
@@ -43,16 +42,9 @@ def glass_pairs(relpaths: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _with_masks(frame: Frame, masks: list[np.ndarray]) -> Frame:
-    ids = np.zeros(frame.depth.shape, np.int32)
-    for i, m in enumerate(masks):
-        ids[m] = i + 1
-    return dataclasses.replace(frame, masks=ids, mask_names={i + 1: f"object {i}" for i in range(len(masks))})
-
-
 def _reconstruct(relpath: str, masks: list[np.ndarray], out: Path, config: Any) -> Any:
-    frame = _with_masks(read_any_frame(shared_data_dir(relpath)), masks)
     labels = [f"object {i}" for i in range(len(masks))]
+    frame = with_masks(read_any_frame(shared_data_dir(relpath)), masks, labels)
     return run_real2sim(frame, labels=labels, out=out, config=dataclasses.replace(config, segmenter="masks"))
 
 

@@ -4,16 +4,18 @@ particles, overlays and ``DIR/result.json``, with a one-line summary."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from real2sim.datasets import read_any_frame
+from real2sim.datasets import read_any_frame, read_mask_image, with_masks
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
 from simpact.cli.preflight import finite
 from simpact.core.errors import UsageError
+from simpact.core.frame import Frame
 from simpact.core.rundir import prepare_out
 from simpact.core.vocab import OBJECT_KINDS, VLM_CHOICES
 from simpact.tasks import load_task
@@ -51,15 +53,35 @@ def _config(args: argparse.Namespace) -> Real2SimConfig:
     )
 
 
+def _with_mask_image(frame: Frame, path: str, labels: str | None) -> tuple[Frame, list[str]]:
+    """The frame with the objects of the mask image ``path`` (``--masks``), named by ``labels`` in order
+    (``object 0``, ``object 1``, ... without), and those names."""
+    masks = read_mask_image(path, frame.depth.shape)
+    names = [n.strip() for n in labels.split(",") if n.strip()] if labels else []
+    if names and len(names) != len(masks):
+        raise UsageError(
+            f"--labels names {len(names)} objects but --masks {path} holds {len(masks)}: give one label per "
+            "object (in the order of their values, or, for a binary mask, of their first pixel row by row)"
+        )
+    names = names or [f"object {i}" for i in range(len(masks))]
+    return with_masks(frame, masks, names), names
+
+
 def cmd_real2sim(args: argparse.Namespace) -> None:
+    if args.masks and args.segmenter not in ("geometric", "masks"):
+        raise UsageError(f"--masks gives the objects' masks: drop --segmenter {args.segmenter}")
     config = _config(args)
     vlm = vlm_from_args(args)
     task = load_task(args.task) if args.task else None
     frame = read_any_frame(args.frame)
+    labels: str | list[str] | None = args.labels
+    if args.masks:
+        frame, labels = _with_mask_image(frame, args.masks, args.labels)
+        config = dataclasses.replace(config, segmenter="masks")
     prepare_out(args.out, overwrite=args.overwrite)
     result = run_real2sim(
         frame,
-        labels=args.labels,
+        labels=labels,
         instruction=args.instruction,
         task=task,
         vlm=vlm,
@@ -93,6 +115,13 @@ def add_parsers(verbs: Any) -> None:
     p.add_argument("--task", help="take the labels (and instruction) from a task config")
     add_vlm_arguments(p, VLM_CHOICES, "none", "VLM for labels and physics (default none)", loop=False)
     p.add_argument("--segmenter", default="geometric", help="geometric (default), masks, grounded_sam2")
+    p.add_argument(
+        "--masks",
+        help="the objects' masks from another tool (an annotation, SAM): a PNG of the frame's size, each "
+        "object its own value (0: none), or a binary mask whose separate parts are the objects; --labels "
+        "names them in order. Glass and clear plastic, which the depth camera misses, are fitted to these "
+        "silhouettes",
+    )
     p.add_argument("--shape", default="geometric", help="shape completion back-end (default geometric)")
     p.add_argument("--pose", default="icp", help="pose back-end (default icp)")
     p.add_argument("--spacing", type=float, default=0.005, help="particle spacing of deformables, m")

@@ -199,3 +199,33 @@ def test_a_frame_without_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bundle = good_bundle(tmp_path / "frame", rng.uniform(0.3, 3.0, (H, W)).astype(np.float32))
     code, err = run([str(bundle), "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and "table" in err.lower(), err
+
+
+def test_bad_mask_images_and_their_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = good_bundle(tmp_path / "frame")
+    out = str(tmp_path / "out")
+    wrong_size = tmp_path / "small.png"
+    Image.fromarray(np.zeros((H // 2, W), np.uint8)).save(wrong_size)
+    code, err = run([str(bundle), "--masks", str(wrong_size), "--out", out], capsys)
+    assert code == 2 and "mask image is 128x48 px, the frame 128x96" in err, err
+    empty = tmp_path / "empty.png"
+    Image.fromarray(np.zeros((H, W), np.uint8)).save(empty)
+    assert "marks no object" in run([str(bundle), "--masks", str(empty), "--out", out], capsys)[1]
+    (tmp_path / "broken.png").write_bytes(b"not a png")
+    assert (
+        "not a readable mask image"
+        in run([str(bundle), "--masks", str(tmp_path / "broken.png"), "--out", out], capsys)[1]
+    )
+    two = np.zeros((H, W), np.uint8)
+    two[10:20, 10:20], two[40:50, 60:70] = 1, 2
+    Image.fromarray(two).save(tmp_path / "two.png")
+    code, err = run(
+        [str(bundle), "--masks", str(tmp_path / "two.png"), "--labels", "cup", "--out", out], capsys
+    )
+    assert code == 2 and "--labels names 1 objects but --masks" in err and "holds 2" in err, err
+    code, err = run(
+        [str(bundle), "--masks", str(tmp_path / "two.png"), "--segmenter", "grounded_sam2", "--out", out],
+        capsys,
+    )
+    assert code == 2 and "drop --segmenter grounded_sam2" in err, err
+    assert not (tmp_path / "out").exists()

@@ -12,6 +12,7 @@ from real2sim.datasets import (
     REAL_FRAMES,
     SHARED_DATA_ENV,
     SharedDataMissing,
+    mask_image_objects,
     read_any_frame,
     shared_data_dir,
 )
@@ -116,3 +117,15 @@ def test_hand_counted_objects_are_ground_truth_the_segmenter_never_reads() -> No
     root = Path(__file__).resolve().parents[2] / "real2sim"
     readers = [p.name for p in root.glob("*.py") if "EXPECTED_OBJECTS" in p.read_text()]
     assert readers == ["datasets.py"]  # only where it is defined: the measured code cannot see it
+
+
+def test_a_mask_image_is_a_label_image_or_a_binary_mask_of_parts() -> None:
+    labels = np.zeros((8, 10), np.uint16)
+    labels[1:3, 1:3], labels[5:7, 5:9] = 7, 3  # values, not places, give the order
+    first, second = mask_image_objects(labels)
+    assert first.sum() == 8 and first[5, 5] and second.sum() == 4 and second[1, 1]
+    binary = (labels > 0).astype(np.uint8) * 255
+    top, bottom = mask_image_objects(binary)
+    assert top[1, 1] and bottom[5, 5]  # one value: its separate parts, in reading order
+    (big,) = mask_image_objects(binary, min_pixels=5)  # the 4-pixel part dropped
+    assert big[5, 5]

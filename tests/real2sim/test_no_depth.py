@@ -3,13 +3,19 @@ table fixing their distance; opaque objects still fitted to their depth."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
+import pytest
 import trimesh
 
+from real2sim import datasets
 from real2sim.fitscore import NO_DEPTH_NOTE, fit_scores, render_depth
 from real2sim.no_depth import lying_cylinder_depth
 from real2sim.overlays import look_at
 from real2sim.perception import perceive
+from simpact.cli import main
 from simpact.core.frame import Frame
 
 K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
@@ -115,3 +121,20 @@ def test_a_silhouette_fit_is_at_best_check_whatever_its_depth_says() -> None:
     assert glass["objects"]["bottle"]["verdict"] == "check"
     assert glass["objects"]["bottle"]["note"] == NO_DEPTH_NOTE
     assert glass["objects"]["bottle"]["iou"] == seen["objects"]["bottle"]["iou"]
+
+
+def test_the_command_line_takes_glass_masks_from_a_mask_image(tmp_path: Path) -> None:
+    try:
+        rgb = datasets.shared_data_dir("rgbd/cleargrasp/000000153-transparent-rgb-img.jpg")
+    except datasets.SharedDataMissing as exc:
+        pytest.skip(str(exc))
+    masks = rgb.with_name("000000153-mask.png")  # one binary mask: two parts, the lone bottle first
+    out = tmp_path / "out"
+    args = ["real2sim", str(rgb), "--masks", str(masks), "--labels", "bottle, two bottles"]
+    assert main([*args, "--no-render", "--settle-s", "0", "--out", str(out)]) == 0
+    scene = json.loads((out / "scene.json").read_text())
+    assert [(o["name"], o["shape_source"]) for o in scene["objects"]] == [
+        ("bottle", "silhouette"),
+        ("two_bottles", "silhouette"),
+    ]
+    assert scene["objects"][0]["fit"]["note"] == NO_DEPTH_NOTE
