@@ -88,6 +88,8 @@ def test_a_standing_glass_bottle_is_fitted_to_its_silhouette() -> None:
     assert np.max(np.abs(np.sort(g.extent) - [0.066, 0.066, 0.15]) / [0.066, 0.066, 0.15]) < 0.05, g.extent
     assert np.linalg.norm(_in_camera(found, g.position) - _truth_in_camera((0.02, -0.01, 0.075))) < 0.005
     assert any("silhouette" in w for w in found.warnings)
+    again = perceive(frame, ["glass bottle"], segmenter="masks").objects[0]  # deterministic
+    assert np.array_equal(again.position, g.position) and np.array_equal(again.extent, g.extent)
 
 
 def test_a_lying_glass_bottle_is_fitted_as_a_lying_cylinder() -> None:
