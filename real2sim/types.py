@@ -17,11 +17,23 @@ from simpact.core.errors import SimpactError
 from simpact.core.rotations import quat_to_matrix
 from simpact.core.vocab import PARAMETER_SOURCES  # noqa: F401  (named in the docstrings below)
 
-__all__ = ["ObjectGeometry", "PhysicalParameters", "Real2SimError", "Segment", "TablePlane", "label_words"]
+__all__ = [
+    "ObjectGeometry",
+    "PhysicalParameters",
+    "Real2SimError",
+    "Segment",
+    "SegmentationError",
+    "TablePlane",
+    "label_words",
+]
 
 
 class Real2SimError(SimpactError, ValueError):
     """real2sim cannot build a scene from this input; the message says what is wrong."""
+
+
+class SegmentationError(SimpactError, ValueError):
+    """A segmentation back-end cannot run or its input is wrong; the message names the setting or input."""
 
 
 @dataclasses.dataclass(eq=False)
