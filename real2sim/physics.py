@@ -7,9 +7,7 @@ projective dynamics (``pd``) or MPM, Young's modulus, Poisson's ratio and densit
 {jelly, metal, sand, foam, plasticine}, friction angle and yield stress. A malformed answer gets one repair
 round; a field still missing or out of range comes from the material table and says so in ``sources``.
 
-Without a VLM the material table alone answers: a label's words (``"tomato soup can"`` → ``can``) pick an
-entry holding the solver, a bulk density over the object's oriented bounding box (kg/m³; mass = bulk density
-× box volume), friction and, for deformables, the elastic and plastic parameters.
+Without a VLM the material table (:mod:`real2sim.materials`) alone answers.
 """
 
 from __future__ import annotations
@@ -17,130 +15,30 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from real2sim.materials import (
+    MATERIAL_TABLE,
+    RIGID,
+    MaterialEntry,
+    PhysicsError,
+    box_volume,
+    label_tokens,
+    lookup_material,
+    table_parameters,
+)
 from real2sim.types import PhysicalParameters
-from simpact.core.errors import SimpactError
 from simpact.core.vocab import OBJECT_KINDS as KINDS
 from simpact.vlm import VLM
 from simpact.vlm.answers import physics_schema
 from simpact.vlm.ask import ask, check_json, echo_quoted
 from simpact.vlm.prompts import render_prompt
 
-__all__ = [
-    "MATERIAL_TABLE",
-    "MaterialEntry",
-    "PhysicsEstimate",
-    "PhysicsError",
-    "estimate_physics",
-    "lookup_material",
-    "table_parameters",
-]
+__all__ = ["PhysicsEstimate", "estimate_physics"]
 
-
-class PhysicsError(SimpactError, ValueError):
-    """Bad input to the parameter estimation (an object without a name, a non-positive extent...)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class MaterialEntry:
-    """One row of the material table; SI units."""
-
-    kind: str
-    """``rigid``, ``pd`` or ``mpm``."""
-    bulk_density_kg_m3: float
-    """Mass over the oriented bounding box's volume (kg/m³): a filled cardboard box ~200, a can ~800."""
-    friction: float
-    """Coulomb coefficient against the table and the fingers."""
-    young_modulus_pa: float | None = None
-    poisson_ratio: float | None = None
-    density_kg_m3: float | None = None
-    """Material density of a deformable (kg/m³)."""
-    material: str | None = None
-    """MPM material: jelly, metal, sand, foam or plasticine."""
-    friction_angle_deg: float | None = None
-    yield_stress_pa: float | None = None
-
-
-_RIGID = "rigid"
-
-#: Keyword → material entry. Bulk densities come from the YCB objects' masses over their box sizes
-#: (cracker box 0.41 kg over 0.06 x 0.158 x 0.21 m ≈ 206 kg/m³, soup can ≈ 800, mustard bottle ≈ 575, bowl
-#: ≈ 100); deformable values are typical of the SIMPACT / PhysGaussian settings for each material.
-MATERIAL_TABLE: dict[str, MaterialEntry] = {
-    # boxes and packaging
-    "box": MaterialEntry(_RIGID, 250.0, 0.5),
-    "carton": MaterialEntry(_RIGID, 200.0, 0.4),
-    "cracker": MaterialEntry(_RIGID, 206.0, 0.5),
-    "cereal": MaterialEntry(_RIGID, 150.0, 0.5),
-    "sugar": MaterialEntry(_RIGID, 870.0, 0.5),
-    "book": MaterialEntry(_RIGID, 700.0, 0.5),
-    # metal and plastic containers
-    "can": MaterialEntry(_RIGID, 800.0, 0.4),
-    "tin": MaterialEntry(_RIGID, 800.0, 0.4),
-    "spam": MaterialEntry(_RIGID, 930.0, 0.4),
-    "bottle": MaterialEntry(_RIGID, 550.0, 0.5),
-    "mustard": MaterialEntry(_RIGID, 575.0, 0.5),
-    "cleanser": MaterialEntry(_RIGID, 600.0, 0.5),
-    "jar": MaterialEntry(_RIGID, 700.0, 0.5),
-    # dishes
-    "bowl": MaterialEntry(_RIGID, 100.0, 0.6),
-    "plate": MaterialEntry(_RIGID, 300.0, 0.5),
-    "mug": MaterialEntry(_RIGID, 350.0, 0.6),
-    "cup": MaterialEntry(_RIGID, 250.0, 0.6),
-    # solids and tools
-    "block": MaterialEntry(_RIGID, 600.0, 0.5),
-    "cube": MaterialEntry(_RIGID, 600.0, 0.5),
-    "wood": MaterialEntry(_RIGID, 600.0, 0.5),
-    "brush": MaterialEntry(_RIGID, 300.0, 0.6),
-    "ball": MaterialEntry(_RIGID, 150.0, 0.6),
-    "fruit": MaterialEntry(_RIGID, 700.0, 0.6),
-    "banana": MaterialEntry(_RIGID, 450.0, 0.6),
-    "apple": MaterialEntry(_RIGID, 700.0, 0.6),
-    "drill": MaterialEntry(_RIGID, 500.0, 0.6),
-    "wall": MaterialEntry(_RIGID, 600.0, 0.5),
-    # deformables: projective dynamics (stiff, keeps its topology)
-    "rope": MaterialEntry("pd", 400.0, 0.6, 1.0e6, 0.3, 400.0),
-    "cable": MaterialEntry("pd", 1200.0, 0.6, 5.0e6, 0.35, 1200.0),
-    "cloth": MaterialEntry("pd", 200.0, 0.7, 1.0e5, 0.3, 200.0),
-    "towel": MaterialEntry("pd", 200.0, 0.7, 1.0e5, 0.3, 200.0),
-    # deformables: material point method
-    "sponge": MaterialEntry("mpm", 40.0, 0.8, 3.0e4, 0.2, 40.0, "foam"),
-    "foam": MaterialEntry("mpm", 40.0, 0.8, 3.0e4, 0.2, 40.0, "foam"),
-    "dough": MaterialEntry("mpm", 1200.0, 0.8, 2.0e5, 0.3, 1200.0, "plasticine", yield_stress_pa=3.0e3),
-    "plasticine": MaterialEntry("mpm", 1500.0, 0.8, 3.0e5, 0.3, 1500.0, "plasticine", yield_stress_pa=5.0e3),
-    "clay": MaterialEntry("mpm", 1700.0, 0.8, 3.0e5, 0.3, 1700.0, "plasticine", yield_stress_pa=5.0e3),
-    "jelly": MaterialEntry("mpm", 1000.0, 0.5, 1.0e4, 0.45, 1000.0, "jelly"),
-    "tofu": MaterialEntry("mpm", 1050.0, 0.5, 3.0e4, 0.4, 1050.0, "jelly"),
-    "sand": MaterialEntry("mpm", 1600.0, 0.6, 3.5e5, 0.3, 1600.0, "sand", friction_angle_deg=30.0),
-    "beans": MaterialEntry("mpm", 800.0, 0.5, 3.5e5, 0.3, 800.0, "sand", friction_angle_deg=25.0),
-    "rice": MaterialEntry("mpm", 850.0, 0.5, 3.5e5, 0.3, 850.0, "sand", friction_angle_deg=30.0),
-}
-DEFAULT_ENTRY = MaterialEntry(_RIGID, 300.0, 0.5)
-"""Used when no word of the label is in the table."""
-
-#: Plural and synonym words mapped onto table keys.
-_ALIASES = {
-    "boxes": "box",
-    "cans": "can",
-    "cheezit": "cracker",
-    "crackers": "cracker",
-    "bowls": "bowl",
-    "mugs": "mug",
-    "cups": "cup",
-    "blocks": "block",
-    "cubes": "cube",
-    "bean": "beans",
-    "grains": "rice",
-    "jello": "jelly",
-    "playdough": "dough",
-    "bottles": "bottle",
-    "soup": "can",
-}
 
 #: Accepted ranges (inclusive) for VLM values; outside them the table's value is used instead.
 _RANGES: dict[str, tuple[float, float]] = {
@@ -174,61 +72,6 @@ _MPM_DEFAULTS: dict[str, MaterialEntry] = {
 }
 
 
-def _words(label: str) -> list[str]:
-    return [w for w in re.split(r"[^a-z0-9]+", label.lower()) if w]
-
-
-def lookup_material(label: str) -> tuple[str, MaterialEntry]:
-    """The table entry for ``label``: its last word that the table knows (the head noun of "green bowl",
-    "tomato soup can"), else the default. Returns (key, entry); the key is ``"default"`` for the default."""
-    for word in reversed(_words(label)):
-        key = _ALIASES.get(word, word)
-        if key in MATERIAL_TABLE:
-            return key, MATERIAL_TABLE[key]
-        if word.endswith("s") and word[:-1] in MATERIAL_TABLE:
-            return word[:-1], MATERIAL_TABLE[word[:-1]]
-    return "default", DEFAULT_ENTRY
-
-
-def _volume(extent: Sequence[float]) -> float:
-    e = np.asarray(extent, dtype=float)
-    if e.shape != (3,) or not np.all(np.isfinite(e)) or np.any(e <= 0):
-        raise PhysicsError(f"extent must be 3 positive lengths (m), got {list(np.asarray(extent).ravel())}")
-    return float(np.prod(e))
-
-
-def table_parameters(
-    label: str, extent: Sequence[float], volume_m3: float | None = None
-) -> PhysicalParameters:
-    """Parameters from the material table alone; mass = bulk density × box volume (or density × ``volume_m3``
-    for deformables, the particles' volume when known)."""
-    key, entry = lookup_material(label)
-    box_volume = _volume(extent)
-    if entry.kind == _RIGID:
-        mass = entry.bulk_density_kg_m3 * box_volume
-    else:
-        density = entry.density_kg_m3 or entry.bulk_density_kg_m3
-        mass = density * (volume_m3 if volume_m3 is not None else box_volume)
-    params = PhysicalParameters(
-        kind=entry.kind,
-        mass_kg=float(mass),
-        friction=entry.friction,
-        young_modulus_pa=entry.young_modulus_pa,
-        poisson_ratio=entry.poisson_ratio,
-        density_kg_m3=entry.density_kg_m3,
-        material=entry.material,
-        friction_angle_deg=entry.friction_angle_deg,
-        yield_stress_pa=entry.yield_stress_pa,
-    )
-    source = "material_table" if key != "default" else "default"
-    params.sources = {f: source for f in _filled_fields(params)}
-    return params
-
-
-def _filled_fields(p: PhysicalParameters) -> list[str]:
-    return [f.name for f in dataclasses.fields(p) if f.name != "sources" and getattr(p, f.name) is not None]
-
-
 @dataclasses.dataclass
 class PhysicsEstimate:
     """Parameters per object name, with the table entry and the VLM's reason behind each, and the VLM
@@ -251,7 +94,7 @@ class PhysicsEstimate:
 
 
 def _norm(name: str) -> str:
-    return "_".join(_words(name))
+    return "_".join(label_tokens(name))
 
 
 def estimate_physics(
@@ -324,7 +167,7 @@ def _set_kind(
         return
     p.kind = kind
     p.sources["kind"] = source
-    if kind == _RIGID:
+    if kind == RIGID:
         for name in (
             "young_modulus_pa",
             "poisson_ratio",
@@ -365,7 +208,7 @@ def _fill_deformable(
         else:
             p.sources.pop(name, None)
     if p.density_kg_m3 is not None:
-        p.mass_kg = float(p.density_kg_m3 * (volume if volume is not None else _volume(extent)))
+        p.mass_kg = float(p.density_kg_m3 * (volume if volume is not None else box_volume(extent)))
         p.sources["mass_kg"] = p.sources.get("density_kg_m3", source)
 
 
@@ -489,7 +332,7 @@ def _apply_answer(
         warn(f"simulator {sim!r} is not one of {KINDS}: material table's '{p.kind}' used")
     elif sim != p.kind:
         p.kind = sim
-        if sim == _RIGID:
+        if sim == RIGID:
             for name in ("young_modulus_pa", "poisson_ratio", "density_kg_m3", "material"):
                 setattr(p, name, None)
                 p.sources.pop(name, None)
@@ -517,7 +360,7 @@ def _apply_answer(
             p.sources["material"] = "vlm"
         elif material is not None:
             warn(f"material {material!r} is not one of {_MPM_MATERIALS}: '{p.material}' used")
-    deformable = p.kind != _RIGID
+    deformable = p.kind != RIGID
     for key, field in _VLM_FIELDS.items():
         if field in ("friction_angle_deg", "yield_stress_pa") and p.kind != "mpm":
             continue
@@ -530,5 +373,5 @@ def _apply_answer(
             setattr(p, field, value)
             p.sources[field] = "vlm"
     if deformable and p.density_kg_m3 is not None:
-        p.mass_kg = float(p.density_kg_m3 * (volume if volume is not None else _volume(extent)))
+        p.mass_kg = float(p.density_kg_m3 * (volume if volume is not None else box_volume(extent)))
         p.sources["mass_kg"] = p.sources.get("density_kg_m3", "material_table")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from real2sim.physics import PhysicsError, estimate_physics, lookup_material, table_parameters
+from real2sim.materials import PhysicsError, lookup_material, table_parameters
+from real2sim.physics import estimate_physics
 from simpact.vlm import MissingKeyError
 from tests.vlm_doubles import ScriptedVLM
 
