@@ -190,7 +190,7 @@ def _from_silhouette(
 #: The shape kinds tried on an object whose label names none (:func:`real2sim.shape.kind_from_label`).
 CANDIDATE_KINDS = ("box", "revolution", "mirror")
 #: How much lower (a share) another kind's cost must be than that of the kind the outline suggests
-#: (:func:`real2sim.shape.outline_kind`) to be chosen over it: near ties go to the outline.
+#: (:func:`real2sim.outline.outline_kind`) to be chosen over it: near ties go to the outline.
 SELECT_MARGIN = 0.1
 
 
