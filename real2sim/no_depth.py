@@ -51,6 +51,8 @@ SEEN_ABOVE_M = 0.01
 """A depth point this far (m) above the table counts as seeing the object (not the table through it)."""
 MAX_PIXELS = 6000
 """About this many pixels (evenly strided) of the mask's surroundings enter the silhouette comparison."""
+MAX_RANGE_M = 5.0
+"""A mask whose foot meets the table farther than this from the camera (m) is not fitted."""
 MAX_EVALS = 400
 """Cost evaluations of each Nelder-Mead run (two runs per search: a restart from the first's answer)."""
 DepthFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -133,14 +135,18 @@ def _ray(frame: Frame, T_world_cam: np.ndarray, row: float, col: float) -> np.nd
     return _rays(frame, T_world_cam, np.array([row]), np.array([col]))[0]
 
 
-def _standing_start(frame: Frame, T: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _standing_start(frame: Frame, T: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
     """(cx, cy, radius, height) of a standing cylinder read off the mask: its lowest pixel below the middle
     columns meets the table at the front of its foot, its width there gives the radius, and the ray of its
-    highest pixel there passes over the far side of its top."""
+    highest pixel there passes over the far side of its top. None when that pixel's ray meets the table
+    not at all or beyond :data:`MAX_RANGE_M` (a mask at or above the horizon)."""
     rows, cols = np.nonzero(mask)
     origin = T[:3, 3]
     mid = np.abs(cols - np.median(cols)) <= max(1.0, 0.25 * np.ptp(cols))
-    front = _on_table(_ray(frame, T, float(rows[mid].max()), float(np.median(cols))), origin)
+    foot = _ray(frame, T, float(rows[mid].max()), float(np.median(cols)))
+    if foot[2] >= 0 or -origin[2] / foot[2] * float(np.linalg.norm(foot)) > MAX_RANGE_M:
+        return None
+    front = _on_table(foot, origin)
     distance = float(np.linalg.norm(front - origin))
     radius = max(0.5 * float(np.ptp(cols)) * distance / float(frame.K[0, 0]), 0.005)
     away = front[:2] - origin[:2]
@@ -160,6 +166,9 @@ def _lying_starts(frame: Frame, T: np.ndarray, mask: np.ndarray, radius: float) 
     pick = np.linspace(0, len(rows) - 1, min(len(rows), 2000)).astype(int)
     origin = T[:3, 3]
     rays = _rays(frame, T, rows[pick], cols[pick])
+    rays = rays[rays[:, 2] < 0]  # those that go down to the plane of the axis (the mask is below the horizon)
+    if len(rays) < 10:
+        return []
     xy = origin[:2] + ((radius - origin[2]) / rays[:, 2])[:, None] * rays[:, :2]
     centre = xy.mean(axis=0)
     starts = []
@@ -225,8 +234,8 @@ def fit_silhouette(
 ) -> tuple[ObjectGeometry, float] | None:
     """The cylinder, standing or lying on the table, whose silhouette from the photo's camera best matches
     ``mask`` (H, W) bool, and the share of the compared pixels where they disagree; None for a mask too
-    small to fit. Pixels of ``others`` (other objects' masks) are not compared: the object may continue
-    behind them."""
+    small to fit or not on the table in view (its foot at or above the horizon). Pixels of ``others``
+    (other objects' masks) are not compared: the object may continue behind them."""
     import cv2
 
     T = np.asarray(table.T_world_cam, dtype=float)
@@ -250,10 +259,11 @@ def fit_silhouette(
 
         return cost
 
+    standing0 = _standing_start(frame, T, mask)
+    if standing0 is None:
+        return None
     standing, standing_cost = _search(
-        mismatch(_standing_depth, slice(2, 4)),
-        _standing_start(frame, T, mask),
-        np.array([0.01, 0.01, 0.005, 0.01]),
+        mismatch(_standing_depth, slice(2, 4)), standing0, np.array([0.01, 0.01, 0.005, 0.01])
     )
     (_, _), (w_px, h_px), _ = cv2.minAreaRect(np.column_stack([cols, rows]).astype(np.float32))
     middle = _on_table(_ray(frame, T, float(np.mean(rows)), float(np.mean(cols))), T[:3, 3])
@@ -265,7 +275,7 @@ def fit_silhouette(
         _search(lying_mismatch, p0, np.array([0.01, 0.01, 0.15, 0.005, 0.01]))
         for p0 in _lying_starts(frame, T, mask, radius0)
     ]
-    lying, lying_cost = min(searched, key=lambda found: found[1])
+    lying, lying_cost = min(searched, key=lambda found: found[1], default=(standing, np.inf))
     if standing_cost <= lying_cost:
         return _geometry(label, "standing", standing), standing_cost
     return _geometry(label, "lying", lying), lying_cost

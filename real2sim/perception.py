@@ -170,14 +170,17 @@ def _from_silhouette(
 ) -> ObjectGeometry | None:
     """The object of ``seg``, whose depth the camera did not measure (``seen``: the share of its mask with
     depth above the table), fitted to its silhouette (:func:`real2sim.no_depth.fit_silhouette`); None,
-    with a warning, for a mask too small."""
+    with a warning, for a mask it cannot fit."""
     others = np.zeros_like(seg.mask)
     for s in segments:
         if s is not seg:
             others |= s.mask
     found = fit_silhouette(frame, table, seg.mask, seg.label, others)
     if found is None:
-        warnings.append(f"{seg.label!r}: no depth measured on it and its mask is too small to fit; left out")
+        warnings.append(
+            f"{seg.label!r}: no depth measured on it, and its mask is too small or does not meet the table "
+            "in view to be fitted to; left out"
+        )
         return None
     geometry, mismatch = found
     warnings.append(

@@ -4,6 +4,7 @@ table fixing their distance; opaque objects still fitted to their depth."""
 from __future__ import annotations
 
 import json
+import types
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import trimesh
 
 from real2sim import datasets
 from real2sim.fitscore import NO_DEPTH_NOTE, fit_scores, render_depth
-from real2sim.no_depth import lying_cylinder_depth
+from real2sim.no_depth import fit_silhouette, lying_cylinder_depth
 from real2sim.overlays import look_at
 from real2sim.perception import perceive
 from simpact.cli import main
@@ -140,3 +141,12 @@ def test_the_command_line_takes_glass_masks_from_a_mask_image(tmp_path: Path) ->
         ("two_bottles", "silhouette"),
     ]
     assert scene["objects"][0]["fit"]["note"] == NO_DEPTH_NOTE
+
+
+def test_a_mask_above_the_horizon_is_not_fitted() -> None:
+    level = look_at(np.array([0.0, 0.0, 0.3]), np.array([1.0, 0.0, 0.3]))  # looking straight ahead
+    frame = Frame(np.zeros((H, W, 3), np.uint8), np.ones((H, W), np.float32), K)
+    mask = np.zeros((H, W), bool)
+    mask[20:80, 100:160] = True  # above the image centre: every ray rises
+    table = types.SimpleNamespace(T_world_cam=level)
+    assert fit_silhouette(frame, table, mask, "lamp") is None  # type: ignore[arg-type]
