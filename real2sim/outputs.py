@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,12 +18,10 @@ from real2sim.overlays import (
     shaded_render,
     side_by_side,
 )
+from real2sim.result import Real2SimConfig, Real2SimResult
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from solvers.mujoco.world import mujoco_access
-
-if TYPE_CHECKING:  # the result types are the pipeline's, which calls this module
-    from real2sim.pipeline import Real2SimConfig, Real2SimResult
 
 __all__ = ["write_outputs"]
 
