@@ -4,12 +4,15 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 
+import simpact.cli.real2sim as real2sim_verb
 from simpact import __version__
-from simpact.cli import build_parser, main
+from simpact.cli import OPTIONAL_EXTRAS, build_parser, main
 from simpact.core.actions import load_plan
 from simpact.core.frame import read_frame_bundle
 from simpact.tasks import list_tasks
@@ -131,3 +134,21 @@ def test_a_plan_beyond_reach_completes_with_a_warning(tmp_path, capsys):
     assert main(["rollout", "non_toppling_push", "--plan", str(plan), "--out", str(tmp_path / "o")]) == 0
     assert "leaves the robot's reach" in capsys.readouterr().err
     assert json.loads((tmp_path / "o" / "result.json").read_text())["ik_residual_max_m"] > 0.1
+
+
+def test_a_missing_optional_package_names_its_extra(tmp_path, capsys, monkeypatch):
+    def missing(name):
+        def run(args):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+        return run
+
+    monkeypatch.setattr(real2sim_verb, "cmd_real2sim", missing("cv2"))
+    assert main(["real2sim", "frame", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install -e '.[perception]'" in err, err
+    monkeypatch.setattr(real2sim_verb, "cmd_real2sim", missing("no_such_module"))  # a real bug is not hidden
+    with pytest.raises(ModuleNotFoundError):
+        main(["real2sim", "frame", "--out", str(tmp_path / "out")])
+    extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert set(OPTIONAL_EXTRAS.values()) <= set(extras["optional-dependencies"])
