@@ -12,7 +12,8 @@ import tomllib
 
 import simpact.cli.real2sim as real2sim_verb
 from simpact import __version__
-from simpact.cli import OPTIONAL_EXTRAS, build_parser, main
+from simpact.cli import build_parser, main
+from simpact.cli.preflight import OPTIONAL_EXTRAS
 from simpact.core.actions import load_plan
 from simpact.core.frame import read_frame_bundle
 from simpact.tasks import list_tasks
@@ -152,3 +153,21 @@ def test_a_missing_optional_package_names_its_extra(tmp_path, capsys, monkeypatc
         main(["real2sim", "frame", "--out", str(tmp_path / "out")])
     extras = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
     assert set(OPTIONAL_EXTRAS.values()) <= set(extras["optional-dependencies"])
+
+
+def test_verbs_that_build_scenes_from_photos_check_for_the_perception_extra_first(
+    tmp_path, capsys, monkeypatch
+):
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "cv2" else object())
+    frame = tmp_path / "frame"
+    frame.mkdir()
+    for verb in (
+        ["real2sim", str(frame)],
+        ["bench", "real2sim"],
+        ["plan", "non_toppling_push", "--frame", str(frame)],
+    ):
+        assert main([*verb, "--out", str(tmp_path / "out")]) == 2
+        assert "pip install -e '.[perception]'" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()  # checked before any work

@@ -22,6 +22,7 @@ from typing import Any, NoReturn, Protocol  # noqa: E402
 
 from simpact import __version__  # noqa: E402
 from simpact.cli import audit, bench, plan, real2sim, robot, rollout  # noqa: E402
+from simpact.cli.preflight import missing_package  # noqa: E402
 from simpact.core.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, SimpactError  # noqa: E402
 
 __all__ = ["build_parser", "main"]
@@ -57,36 +58,6 @@ def _sigterm_as_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-#: Optional packages (import name) -> the ``pyproject.toml`` extra that installs them: a verb that needs one
-#: that is missing says which to install, in one line.
-OPTIONAL_EXTRAS = {
-    "cv2": "perception",
-    "open3d": "perception",
-    "manifold3d": "perception",
-    "torch": "deformable",
-    "warp": "deformable",
-    "google": "vlm",
-    "openai": "vlm",
-    "franky": "robot",
-    "pyrealsense2": "robot",
-    "pybullet": "calvin",
-    "rerun": "viz",
-    "ray": "ray",
-}
-
-
-def _missing_extra(exc: ModuleNotFoundError) -> str | None:
-    """The one-line fix for an optional package that is not installed; None for any other module."""
-    package = (exc.name or "").split(".")[0]
-    extra = OPTIONAL_EXTRAS.get(package)
-    if extra is None:
-        return None
-    return (
-        f"this needs the optional package {package!r}, not installed: pip install -e '.[{extra}]' "
-        "(make test installs every extra)"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; the exit status is :mod:`simpact.core.errors`' table (0, 2, 3, 4, 130)."""
     args = build_parser().parse_args(argv)
@@ -107,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"simpact {args.verb}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ModuleNotFoundError as exc:
-        fix = _missing_extra(exc)
+        fix = missing_package(exc.name or "")
         if fix is None:
             raise
         print(f"simpact {args.verb}: error: {fix}", file=sys.stderr)

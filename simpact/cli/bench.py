@@ -27,7 +27,7 @@ from simpact.bench.sim2real import format_table as sim2real_table
 from simpact.bench.tasks import format_table as tasks_table
 from simpact.bench.tasks import run_tasks
 from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
-from simpact.cli.preflight import finite, positive_int, reusable_out
+from simpact.cli.preflight import finite, positive_int, require_packages, reusable_out
 from simpact.core.errors import UsageError
 from simpact.core.rundir import RunRecord
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, SKELETON_METHODS, VLM_CHOICES
@@ -237,6 +237,7 @@ def cmd_bench_mpm(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_real2sim(args: argparse.Namespace) -> None:
+    require_packages("cv2", "open3d")
     try:
         seeds = [int(s) for s in str(args.seeds).split(",") if s.strip()] if args.seeds else [0]
     except ValueError:

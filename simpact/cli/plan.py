@@ -16,6 +16,7 @@ from typing import Any
 
 from real2sim.task_scene import task_scene_from_frame
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
+from simpact.cli.preflight import require_packages
 from simpact.core.errors import ServiceError, UsageError
 from simpact.core.rundir import RunRecord, prepare_out
 from simpact.core.vocab import OFFLINE_METHODS, VLM_CHOICES
@@ -45,6 +46,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {value}: no such file")
     if args.replay is not None and Path(args.replay).is_dir():
         raise UsageError(f"--replay {args.replay}: is a folder, not a recording")
+    if args.frame is not None:
+        require_packages("cv2", "open3d")  # real2sim builds the scene from the frame
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,6 +7,7 @@ bad value never starts a rollout, a render or a connection, and never ends in a 
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from pathlib import Path
@@ -14,7 +15,53 @@ from pathlib import Path
 from simpact.core.errors import UsageError
 from simpact.core.rundir import prepare_out
 
-__all__ = ["finite", "input_dir", "input_file", "positive_int", "reusable_out", "seed"]
+__all__ = [
+    "OPTIONAL_EXTRAS",
+    "finite",
+    "input_dir",
+    "input_file",
+    "missing_package",
+    "positive_int",
+    "require_packages",
+    "reusable_out",
+    "seed",
+]
+
+#: Optional packages (import name) -> the ``pyproject.toml`` extra that installs them.
+OPTIONAL_EXTRAS = {
+    "cv2": "perception",
+    "open3d": "perception",
+    "manifold3d": "perception",
+    "torch": "deformable",
+    "warp": "deformable",
+    "google": "vlm",
+    "openai": "vlm",
+    "franky": "robot",
+    "pyrealsense2": "robot",
+    "pybullet": "calvin",
+    "rerun": "viz",
+    "ray": "ray",
+}
+
+
+def missing_package(package: str) -> str | None:
+    """The one-line fix for the optional ``package`` (an import name) not being installed; None when it is
+    not one of :data:`OPTIONAL_EXTRAS`."""
+    top = package.split(".")[0]
+    extra = OPTIONAL_EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"this needs the optional package {top!r}, not installed: pip install -e '.[{extra}]' "
+        "(make test installs every extra)"
+    )
+
+
+def require_packages(*packages: str) -> None:
+    """Before any work: each of the optional ``packages`` a verb needs is installed."""
+    for package in packages:
+        if importlib.util.find_spec(package) is None:
+            raise UsageError(missing_package(package) or f"this needs the package {package!r}, not installed")
 
 
 def seed(value: int, flag: str = "--seed") -> int:

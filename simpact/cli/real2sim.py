@@ -13,7 +13,7 @@ from typing import Any
 from real2sim.datasets import read_any_frame, read_mask_image, with_masks
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
-from simpact.cli.preflight import finite
+from simpact.cli.preflight import finite, require_packages
 from simpact.core.errors import UsageError
 from simpact.core.frame import Frame
 from simpact.core.rundir import prepare_out
@@ -68,6 +68,7 @@ def _with_mask_image(frame: Frame, path: str, labels: str | None) -> tuple[Frame
 
 
 def cmd_real2sim(args: argparse.Namespace) -> None:
+    require_packages("cv2", "open3d")
     if args.masks and args.segmenter not in ("geometric", "masks"):
         raise UsageError(f"--masks gives the objects' masks: drop --segmenter {args.segmenter}")
     config = _config(args)
