@@ -9,10 +9,13 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
 - ``depth_residual_m``: the median absolute difference between rendered and measured depth over the pixels
   that both the object's mask and its render cover (m);
 - ``coverage``: the share of the mask's pixels the render covers; ``spill``: the share of the render outside
-  the mask; ``iou``: intersection over union of the rendered and observed silhouettes. Pixels where the
-  measured surface lies clearly in front of the render (``OCCLUSION_M``) outside every object's mask are
-  something not in the scene hiding the object and are left out of both silhouettes, as are pixels measured
-  within ``TABLE_BAND_M`` of the table (given the table): depth cannot tell an object's foot from the table;
+  the mask; ``iou``: intersection over union of the rendered and observed silhouettes. Pixels outside the
+  object's mask where the measured surface lies clearly in front of its render (``OCCLUSION_M``) are
+  something hiding the object (a neighbour, or something not in the scene) and are left out of both its
+  silhouettes: the photo cannot say whether the object continues behind it (a neighbour's render that falls
+  short of its mask is that neighbour's error, counted in its coverage). Pixels measured within
+  ``TABLE_BAND_M`` of the table (given the table) are left out too: depth cannot tell an object's foot from
+  the table;
 - ``table_nearby_residual_m`` (given the table): the median absolute difference between the fitted table
   plane and the measured depth on the table in a ring around the mask (:data:`NEARBY_PX`): how far the
   depth itself strays beside the object (noise grows with distance; the plane's own error adds); a depth
@@ -168,7 +171,8 @@ def fit_scores(
     any_mask = np.zeros((h, w), bool)
     for m in masks.values():
         any_mask |= m
-    occluded = (depth_m > 0) & (depth_r > 0) & (depth_m < depth_r - OCCLUSION_M) & ~any_mask
+    in_front = (depth_m > 0) & (depth_r > 0) & (depth_m < depth_r - OCCLUSION_M)  # something hides the render
+    occluded = in_front & ~any_mask
     plane_residual = None
     if table is not None:  # the band just above the table: depth cannot tell an object from the table there
         rays = _pixel_rays(np.asarray(K, dtype=np.float64), h, w)
@@ -180,7 +184,6 @@ def fit_scores(
     scores: dict[str, Any] = {"objects": {}}
     for i, name in enumerate(names):
         mask = masks.get(name)
-        rendered = (index == i) & ~occluded
         if mask is None:
             scores["objects"][name] = {
                 "verdict": "poor",
@@ -190,7 +193,9 @@ def fit_scores(
             }
             continue
         seen = name not in silhouette_only
-        scores["objects"][name] = _object_score(rendered, mask & ~occluded, depth_r, depth_m, seen)
+        hidden = occluded | (in_front & ~mask)  # a neighbour in front of it hides it too
+        rendered = (index == i) & ~hidden
+        scores["objects"][name] = _object_score(rendered, mask & ~hidden, depth_r, depth_m, seen)
         if plane_residual is not None:
             scores["objects"][name]["table_nearby_residual_m"] = _nearby(plane_residual, mask)
     if plane_residual is not None and np.isfinite(plane_residual).any():

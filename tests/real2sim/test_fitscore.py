@@ -58,6 +58,20 @@ def test_an_unmodelled_occluder_is_left_out_of_both_silhouettes() -> None:
     assert scores["objects"]["box"]["iou"] == 1.0
 
 
+def test_a_neighbour_in_front_hides_what_its_own_render_falls_short_of() -> None:
+    """A box behind another, the front one reconstructed too narrow: where the back box's render shows
+    through the front one's mask, the photo sees the front box, not the back one's edge: the back box's
+    score does not count it as spill (the front box's coverage does)."""
+    truth = [_box((0, 0, 1.0), (0.1, 0.1, 0.1)), _box((0.03, 0, 0.7), (0.06, 0.1, 0.02))]
+    depth, index, _ = render_depth(truth, T_WORLD_CAM, K, H, W)
+    masks = {"back": index == 0, "front": index == 1}
+    narrow = [truth[0], _box((0.04, 0, 0.7), (0.04, 0.1, 0.02))]  # 2 cm too narrow on the left
+    scores, _ = fit_scores(["back", "front"], narrow, masks, depth, T_WORLD_CAM, K)
+    back, front = scores["objects"]["back"], scores["objects"]["front"]
+    assert back["iou"] == 1.0 and back["verdict"] == "good"
+    assert front["coverage"] < 0.75 and front["spill"] == 0.0
+
+
 def test_the_table_beside_each_object_says_how_noisy_its_depth_is() -> None:
     """Two boxes before a plane 1.2 m away (the table, seen head-on here), the depth noisy (4 mm) on the
     left half only: the left box's ring of table carries that noise, the right one's none."""
