@@ -20,6 +20,7 @@ from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_see
 from simpact.bench.mpm import run_mpm_bench
 from simpact.bench.perf import run_perf
 from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.real2sim_markdown import load_baseline, markdown_report
 from simpact.bench.real2sim_report import format_table as real2sim_table
 from simpact.bench.rope import run_rope_bench
 from simpact.bench.sim2real import Sim2RealProgress, run_sim2real
@@ -29,6 +30,7 @@ from simpact.bench.tasks import run_tasks
 from simpact.cli.common import VLM_ARGUMENTS, add_vlm_arguments, vlm_from_args
 from simpact.cli.preflight import finite, positive_int, require_packages, reusable_out
 from simpact.core.errors import UsageError
+from simpact.core.jsonio import atomic_write_text
 from simpact.core.rundir import RunRecord
 from simpact.core.vocab import BENCH_PLANNERS, EXECUTORS, SKELETON_METHODS, VLM_CHOICES
 from simpact.tasks import list_tasks, load_task
@@ -246,9 +248,10 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
         raise UsageError(f"--seeds {args.seeds!r}: seeds must be non-negative integers")
     for name in args.tasks or []:
         load_task(name)  # unknown names fail before any work
+    baseline = load_baseline(args.baseline) if args.baseline else None
 
     out = reusable_out(args.out)
-    settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real}
+    settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real, "baseline": args.baseline}
     with RunRecord.start(out, "bench real2sim", settings) as run:
         finished: list[dict[str, Any]] = []  # each frame's record as it finishes: kept if interrupted
 
@@ -266,11 +269,12 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
         run.payload.pop("finished", None)
         run.update(**result)
     print(real2sim_table(result))
+    atomic_write_text(out / "report.md", markdown_report({**run.payload, **result}, out, baseline))
     if result["real_skipped"]:
         print(f"real frames skipped: {result['real_skipped']}")
     verdicts = {True: "met", False: "MISSED", None: "not measured"}
     met = ", ".join(f"{k} {verdicts[v]}" for k, v in result["targets_met"].items())
-    print(f"bench real2sim: {met} -> {out / 'result.json'}")
+    print(f"bench real2sim: {met} -> {out / 'result.json'}, {out / 'report.md'}")
 
 
 def cmd_bench_sim2real(args: argparse.Namespace) -> None:
@@ -466,6 +470,10 @@ def _add_real2sim(bench: Any) -> None:
     p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
     p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
     p.add_argument("--out", required=True, help="output directory (a rerun recomputes every frame)")
+    p.add_argument(
+        "--baseline",
+        help="an earlier run's result.json (or its folder): report.md shows each value before -> after",
+    )
     p.set_defaults(func=cmd_bench_real2sim)
 
 

@@ -230,3 +230,54 @@ def test_an_interrupted_bench_keeps_the_frames_it_finished(
     assert saved["status"] == "interrupted"
     assert [r["frame"] for r in saved["finished"]] == ["rgbd/a.png", "rgbd/b.png"]
     assert "interrupted" in capsys.readouterr().err
+
+
+def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, object]:
+    """A small ``bench real2sim`` result: one labelled and one unlabelled real object."""
+    frame = {
+        "frame": "rgbd/posecnn/000002-color.png",
+        "out": str(out / "real" / "posecnn_000002-color"),
+        "objects": {
+            "sugar_box": {
+                "extent_pct": 7.6,
+                "iou": 0.925,
+                "depth_residual_mm": residual_mm,
+                "verdict": verdict,
+            },
+            "object_0": {"iou": 0.7, "depth_residual_mm": 3.0, "verdict": "check"},
+        },
+    }
+    return {
+        "command": "simpact bench real2sim --out x",
+        "targets_met": {"real_iou_min": False},
+        "real": [frame],
+    }
+
+
+def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import load_baseline, markdown_report
+
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "result.json").write_text(json.dumps(_bench_result(tmp_path / "old", 6.0, "check")))
+    baseline = load_baseline(tmp_path / "old")  # the folder or its result.json
+    report = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path, baseline)
+    assert (
+        "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 6.00 -> **2.20** | check -> **good** |"
+        in (report)
+    )
+    assert "| rgbd/posecnn/000002-color.png | object_0 | - | 0.700 | 3.00 | check |" in report
+    assert "| verdicts good / check / poor | 0 / 2 / 0 of 2 -> 1 / 1 / 0 of 2 |" in report
+    assert "| real_iou_min | 0.85 | **no** |" in report
+    assert "[real/posecnn_000002-color/overlay.png](real/posecnn_000002-color/overlay.png)" in report
+    alone = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
+    assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | good |" in alone
+
+
+def test_a_baseline_that_is_no_bench_result_is_one_clear_error(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import load_baseline
+    from simpact.core.errors import UsageError
+
+    (tmp_path / "other.json").write_text(json.dumps({"status": "done"}))
+    for path, says in ((tmp_path / "missing.json", "not a readable"), (tmp_path / "other.json", "no 'real'")):
+        with pytest.raises(UsageError, match=says):
+            load_baseline(path)

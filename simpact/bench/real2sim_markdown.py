@@ -1,0 +1,120 @@
+"""``report.md`` of ``simpact bench real2sim``: the targets, the totals and one row per real object (extent
+error, silhouette IoU, median depth residual, verdict), each beside a baseline run's where one is given, and
+every real frame's photo-view overlay.
+
+A baseline's objects are matched by frame and object name; an unlabelled frame names its regions
+``object_k`` in order of size, so a region that grows or shrinks past another swaps names with it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from simpact.bench.real2sim_report import TARGETS
+from simpact.core.errors import UsageError
+
+__all__ = ["load_baseline", "markdown_report"]
+
+#: The per-object columns: (record key, heading, format).
+COLUMNS = (
+    ("extent_pct", "extent %", ".1f"),
+    ("iou", "IoU", ".3f"),
+    ("depth_residual_mm", "residual mm", ".2f"),
+    ("verdict", "verdict", ""),
+)
+
+
+def load_baseline(path: str | Path) -> dict[str, Any]:
+    """The ``result.json`` of an earlier ``bench real2sim`` run (``path``: the file or its folder); a
+    :class:`~simpact.core.errors.UsageError` naming the fix when it is not one."""
+    p = Path(path)
+    p = p / "result.json" if p.is_dir() else p
+    try:
+        result = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--baseline {path}: not a readable result.json ({exc})") from None
+    if not isinstance(result, dict) or not isinstance(result.get("real"), list):
+        raise UsageError(f"--baseline {path}: not a 'simpact bench real2sim' result (no 'real' frames)")
+    return result
+
+
+def _objects(result: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (r["frame"], name): o
+        for r in result.get("real", [])
+        if "error" not in r
+        for name, o in r.get("objects", {}).items()
+    }
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "-"
+    return format(value, fmt) if fmt else str(value)
+
+
+def _pair(before: Any, after: Any, fmt: str, compare: bool) -> str:
+    now = _cell(after, fmt)
+    if not compare:
+        return now
+    was = _cell(before, fmt)
+    return now if was == now else f"{was} -> **{now}**"
+
+
+def _totals(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, str]:
+    def mean(key: str, fmt: str) -> str:
+        v = [o[key] for o in objects.values() if o.get(key) is not None]
+        return f"{format(sum(v) / len(v), fmt)} (n {len(v)})" if v else "-"
+
+    verdicts = [o.get("verdict") for o in objects.values()]
+    extents = [o["extent_pct"] for o in objects.values() if o.get("extent_pct") is not None]
+    return {
+        "verdicts good / check / poor": " / ".join(str(verdicts.count(v)) for v in ("good", "check", "poor"))
+        + f" of {len(verdicts)}",
+        "IoU, mean": mean("iou", ".3f"),
+        "median depth residual mm, mean": mean("depth_residual_mm", ".2f"),
+        "extent % of the labelled objects, mean": mean("extent_pct", ".2f"),
+        "extent % of the labelled objects, max": f"{max(extents):.1f}" if extents else "-",
+    }
+
+
+def markdown_report(result: Mapping[str, Any], out: Path, baseline: Mapping[str, Any] | None = None) -> str:
+    """The report of ``result`` (written under ``out``; overlays linked relative to it), each value beside
+    ``baseline``'s (``before -> **after**``, bold where it changed) when given."""
+    compare = baseline is not None
+    old = _objects(baseline) if baseline is not None else {}
+    new = _objects(result)
+    lines = ["# bench real2sim", ""]
+    if baseline is not None:
+        command = baseline.get("command", "an earlier run")
+        lines += [f"Values: baseline -> **this run** (baseline: `{command}`).", ""]
+    lines += ["| target | limit | met |", "|---|---|---|"]
+    verdicts = {True: "yes", False: "**no**", None: "not measured"}
+    for key, met in result.get("targets_met", {}).items():
+        lines.append(f"| {key} | {TARGETS.get(key, '-')} | {verdicts[met]} |")
+    lines += ["", "| total | value |", "|---|---|"]
+    now_totals, old_totals = _totals(new), _totals(old)
+    for key, value in now_totals.items():
+        lines.append(f"| {key} | {f'{old_totals[key]} -> {value}' if compare else value} |")
+    lines += ["", "## Every real object", ""]
+    lines += ["| frame | object | " + " | ".join(h for _, h, _ in COLUMNS) + " |"]
+    lines += ["|---|---|" + "---|" * len(COLUMNS)]
+    for frame, name in new:
+        o, was = new[(frame, name)], old.get((frame, name), {})
+        cells = [_pair(was.get(k), o.get(k), fmt, compare) for k, _, fmt in COLUMNS]
+        lines.append(f"| {frame} | {name} | " + " | ".join(cells) + " |")
+    gone = [key for key in old if key not in new]
+    if gone:
+        lines += ["", "In the baseline only: " + ", ".join(f"{f} {n}" for f, n in gone)]
+    lines += ["", "## Overlays (the scene rendered from the photo's camera over the photo)", ""]
+    for r in result.get("real", []):
+        if "error" in r:
+            lines.append(f"- {r['frame']}: error: {r['error']}")
+        elif r.get("out"):
+            link = Path(r["out"]) / "overlay.png"
+            rel = link.relative_to(out) if link.is_relative_to(out) else link
+            lines.append(f"- {r['frame']}: [{rel}]({rel})")
+    return "\n".join(lines) + "\n"
