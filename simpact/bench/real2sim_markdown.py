@@ -81,16 +81,21 @@ def _totals(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, s
     }
 
 
-def markdown_report(result: Mapping[str, Any], out: Path, baseline: Mapping[str, Any] | None = None) -> str:
+def markdown_report(
+    result: Mapping[str, Any],
+    out: Path,
+    baseline: Mapping[str, Any] | None = None,
+    baseline_name: str = "an earlier run",
+) -> str:
     """The report of ``result`` (written under ``out``; overlays linked relative to it), each value beside
-    ``baseline``'s (``before -> **after**``, bold where it changed) when given."""
+    ``baseline``'s (``before -> **after**``, bold where it changed) when given (``baseline_name``: where it
+    was read from)."""
     compare = baseline is not None
     old = _objects(baseline) if baseline is not None else {}
     new = _objects(result)
     lines = ["# bench real2sim", ""]
     if baseline is not None:
-        command = baseline.get("command", "an earlier run")
-        lines += [f"Values: baseline -> **this run** (baseline: `{command}`).", ""]
+        lines += [f"Values: baseline -> **this run** (baseline: `{baseline_name}`).", ""]
     lines += ["| target | limit | met |", "|---|---|---|"]
     verdicts = {True: "yes", False: "**no**", None: "not measured"}
     for key, met in result.get("targets_met", {}).items():

@@ -269,7 +269,7 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
         run.payload.pop("finished", None)
         run.update(**result)
     print(real2sim_table(result))
-    atomic_write_text(out / "report.md", markdown_report({**run.payload, **result}, out, baseline))
+    atomic_write_text(out / "report.md", markdown_report(result, out, baseline, str(args.baseline)))
     if result["real_skipped"]:
         print(f"real frames skipped: {result['real_skipped']}")
     verdicts = {True: "met", False: "MISSED", None: "not measured"}

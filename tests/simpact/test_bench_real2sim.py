@@ -237,18 +237,19 @@ def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, obje
     frame = {
         "frame": "rgbd/posecnn/000002-color.png",
         "out": str(out / "real" / "posecnn_000002-color"),
+        "seconds": 1.0,
         "objects": {
             "sugar_box": {
+                "found": True,
                 "extent_pct": 7.6,
                 "iou": 0.925,
                 "depth_residual_mm": residual_mm,
                 "verdict": verdict,
             },
-            "object_0": {"iou": 0.7, "depth_residual_mm": 3.0, "verdict": "check"},
+            "object_0": {"found": True, "iou": 0.7, "depth_residual_mm": 3.0, "verdict": "check"},
         },
     }
     return {
-        "command": "simpact bench real2sim --out x",
         "targets_met": {"real_iou_min": False},
         "real": [frame],
     }
@@ -281,3 +282,29 @@ def test_a_baseline_that_is_no_bench_result_is_one_clear_error(tmp_path: Path) -
     for path, says in ((tmp_path / "missing.json", "not a readable"), (tmp_path / "other.json", "no 'real'")):
         with pytest.raises(UsageError, match=says):
             load_baseline(path)
+
+
+def test_the_command_writes_the_report_beside_its_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simpact.cli.bench as bench_cli
+    from simpact.cli import main
+
+    def one_frame(out: Path, **_: object) -> dict[str, object]:
+        result = _bench_result(Path(out), 2.2, "good")
+        return {**result, "rendered": [], "glass": [], "real_skipped": None, "errors": 0}
+
+    monkeypatch.setattr(bench_cli, "run_real2sim_bench", one_frame)
+    (tmp_path / "old.json").write_text(json.dumps(_bench_result(tmp_path, 6.0, "check")))
+    args = [
+        "bench",
+        "real2sim",
+        "--no-real",
+        "--baseline",
+        str(tmp_path / "old.json"),
+        "--out",
+        str(tmp_path / "b"),
+    ]
+    assert main(args) == 0
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert "6.00 -> **2.20**" in report and f"baseline: `{tmp_path / 'old.json'}`" in report
