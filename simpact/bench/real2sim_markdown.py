@@ -117,9 +117,9 @@ def markdown_report(
     lines += ["", "## Overlays (the scene rendered from the photo's camera over the photo)", ""]
     for r in result.get("real", []):
         if "error" in r:
-            lines.append(f"- {r['frame']}: error: {r['error']}")
+            lines += [f"{r['frame']}: error: {r['error']}", ""]
         elif r.get("out"):
             link = Path(r["out"]) / "overlay.png"
             rel = link.relative_to(out) if link.is_relative_to(out) else link
-            lines.append(f"- {r['frame']}: [{rel}]({rel})")
+            lines += [f"{r['frame']}:", "", f"![{r['frame']}]({rel})", ""]
     return "\n".join(lines) + "\n"
