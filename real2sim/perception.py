@@ -143,21 +143,38 @@ def perceive(
                 kept_segments.append(seg)
                 objects.append(glass)
             continue
-        pts = object_points(frame, table, seg.mask, max_points=max_points, erode_px=erode_px)
+        support = seg.support_m or None  # an object lying on another one's top: fitted on that surface
+        on = table if support is None else _raised(table, support)
+        pts = object_points(frame, on, seg.mask, max_points=max_points, erode_px=erode_px)
         if len(pts) < 20:
             warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
             continue
         try:
-            g = _best_reconstruction(fitting, seg, pts)
+            g = _best_reconstruction(dataclasses.replace(fitting, table=on), seg, pts)
         except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
             raise
         except ShapeError as err:
             warnings.append(f"{seg.label!r}: {err}; left out")
             continue
+        if support is not None:
+            g = _lifted(g, support)
         kept_segments.append(seg)
         objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _raised(table: TablePlane, height_m: float) -> TablePlane:
+    """``table`` with its world frame and plane moved up by ``height_m`` (m): a surface an object lies on."""
+    T = np.array(table.T_world_cam, dtype=np.float64)
+    T[2, 3] -= height_m
+    return dataclasses.replace(table, T_world_cam=T, offset_m=float(table.offset_m) - height_m)
+
+
+def _lifted(g: ObjectGeometry, height_m: float) -> ObjectGeometry:
+    """``g``, fitted on a :func:`_raised` table, back in the table's world frame."""
+    up = np.array([0.0, 0.0, height_m])
+    return dataclasses.replace(g, position=g.position + up, points_world=g.points_world + up)
 
 
 def _from_silhouette(

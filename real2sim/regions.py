@@ -50,6 +50,8 @@ class Cluster:
     """Top-view outline of its points: ``round`` (a circle fits better) or ``rectangular``."""
     silhouette: np.ndarray | None = None
     """(H, W) bool: ``mask`` snapped to the photo's colour edges (:mod:`real2sim.silhouette`)."""
+    support_m: float = 0.0
+    """Height (m above the table) of the surface it lies on: more than 0 on another object's top."""
 
     @property
     def seen(self) -> np.ndarray:
@@ -162,6 +164,7 @@ def find_clusters(
     kept = merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
+    stacked: list[tuple[np.ndarray, float]] = []
     if colour_split:
         ctx = make_context(
             frame.rgb,
@@ -175,6 +178,7 @@ def find_clusters(
             touch_m=touch_m,
         )
         kept = split_regions(kept, ctx)
+        stacked = ctx.stacked
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
@@ -185,6 +189,8 @@ def find_clusters(
         kept = [(g, top) for g, (_, top) in zip(grown, kept)]
     rng = np.random.default_rng(0)
     clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]
+    for c in clusters:  # an object the colour split found lying on another (real2sim.stacked)
+        c.support_m = max((h for m, h in stacked if (c.mask & m).sum() >= 0.5 * m.sum()), default=0.0)
     if snap and clusters:
         snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, z, candidate, jump_m=jump_m)
         for c, s in zip(clusters, snapped):

@@ -278,7 +278,7 @@ def _split_into_pieces(
 
 
 def _from_cluster(label: str, cluster: Cluster, score: float) -> Segment:
-    return Segment(label, cluster.mask, score, "geometric", cluster.silhouette)
+    return Segment(label, cluster.mask, score, "geometric", cluster.silhouette, cluster.support_m)
 
 
 def _segment_geometric(

@@ -38,7 +38,7 @@ A mug's handle is as thin, but held up; the skirt of mixed depth along an object
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,9 @@ from scipy.cluster.vq import kmeans2
 from scipy.ndimage import distance_transform_edt
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
+
+from real2sim.split_context import SplitContext, SplitParams, make_context
+from real2sim.stacked import FLAT_M, keep_to_itself, stacked_on
 
 __all__ = [
     "SplitContext",
@@ -59,107 +62,12 @@ __all__ = [
     "split_regions",
 ]
 
-
-@dataclasses.dataclass
-class SplitContext:
-    """What :func:`split_by_colour` reads of one frame ((H, W) images)."""
-
-    lab: np.ndarray
-    """(H, W, 3) Lab colour, blurred (a paint's speckle is not colour)."""
-    points: np.ndarray
-    """(H, W, 3) camera-frame points (m); their z is the depth, 0 where none."""
-    valid: np.ndarray
-    height: np.ndarray
-    """Height above the table (m)."""
-    crease: np.ndarray
-    """Concave creases (bool, :func:`real2sim.clutter.concave_creases`)."""
-    focal_px: float
-    """Focal length (px)."""
-    up: np.ndarray
-    """(3,) the table's unit normal in the camera frame: a point's foot on the table is ``p - height·up``."""
-    jump_m: float = 0.015
-    """Depth step (m, at 1 m range, growing with depth) that separates two surfaces."""
-    touch_m: float = 0.03
-    """A part rests on the table when its lowest points are within this height (m) of it."""
-
-    @property
-    def z(self) -> np.ndarray:
-        """Depth (m), 0 where none."""
-        return np.asarray(self.points[..., 2])
-
-
-@dataclasses.dataclass(frozen=True)
-class SplitParams:
-    """The thresholds of :func:`split_by_colour` (see the module docstring)."""
-
-    min_pixels: int = 300
-    """Smallest part (px)."""
-    min_area_m2: float = 0.0015
-    """Smallest part (m^2, seen face on at the region's depth): a box half hidden behind another object shows
-    18 cm^2 of its colour on ClearGrasp 123."""
-    min_width_m: float = 0.01
-    """Narrowest part (m)."""
-    min_colour: float = 18.0
-    """Lab distance between the two colours' centres (lightness weighted) below which a region is one."""
-    lightness_weights: tuple[float, ...] = (0.5, 1.0)
-    """Weights of the lightness in the colour distance, tried in turn until one splits the region."""
-    min_break: float = 0.3
-    """Share of a border with a depth step, crease or missing depth that keeps two parts apart."""
-    min_neck: float = 0.5
-    """Border length (px) per square-root pixel of the smaller part below which two parts meet in a neck."""
-    levels: int = 3
-    """How deep parts are split again."""
-    gap_px: float = 2.5
-    """Points this many pixels' width apart (at their depth, and at least ``min_gap_m``) are linked."""
-    min_gap_m: float = 0.003
-    """The smallest link distance (m): depth noise."""
-    min_gap_area_m2: float = 0.001
-    """Smallest cluster (m^2, face on) that is an object of its own."""
-    min_gap_height_m: float = 0.05
-    """Lowest top (m above the table) of a cluster that is an object of its own."""
-    corner_cell_m: float = 0.005
-    """Cell (m) of the top-view occupancy grid of :func:`split_at_corner`."""
-    corner_max_fill: float = 0.5
-    """A region whose top view fills more of its minimum-area rectangle than this is not an L."""
-    corner_min_fill: float = 0.85
-    """Each arm of an L fills at least this share of its own minimum-area rectangle."""
-    corner_min_aspect: float = 3.0
-    """Each arm of an L is at least this many times longer than it is wide."""
-    arm_width_m: float = 0.03
-    """Widest part (m) of a region that :func:`split_off_lying_arms` may take off."""
-    arm_min_reach_m: float = 0.06
-    """How far (m) such a part reaches out from the rest of the region, at least."""
-    arm_max_height_m: float = 0.03
-    """Highest top (m above the table, 98th percentile) of such a part."""
-
-
-def make_context(
-    rgb: np.ndarray,
-    points: np.ndarray,
-    valid: np.ndarray,
-    height: np.ndarray,
-    crease: np.ndarray,
-    focal_px: float,
-    up: np.ndarray,
-    *,
-    jump_m: float = 0.015,
-    touch_m: float = 0.03,
-) -> SplitContext:
-    """The :class:`SplitContext` of a frame: colour ``rgb`` (uint8), camera-frame ``points`` (H, W, 3; m;
-    their z is the depth), ``valid`` depth, height above the table (m), concave creases, the focal length
-    (px) and the table's normal ``up`` (camera frame)."""
-    import cv2
-
-    blurred = cv2.GaussianBlur(np.ascontiguousarray(rgb, dtype=np.uint8), (5, 5), 0)
-    lab = cv2.cvtColor(blurred.astype(np.float32) / 255.0, cv2.COLOR_RGB2Lab).astype(np.float64)
-    up = np.asarray(up, dtype=np.float64)
-    return SplitContext(
-        lab, np.asarray(points, np.float64), valid, height, crease, float(focal_px), up, jump_m, touch_m
-    )
+DEFAULT_PARAMS = SplitParams()
+"""The thresholds every split uses unless given others."""
 
 
 def split_regions(
-    regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = SplitParams()
+    regions: list[tuple[np.ndarray, float]], ctx: SplitContext, params: SplitParams = DEFAULT_PARAMS
 ) -> list[tuple[np.ndarray, float]]:
     """``(mask, top (m))`` of every region, or of each of its parts (:func:`split_by_colour`, then
     :func:`split_by_gap`, :func:`split_at_corner` and :func:`split_off_lying_arms`); a part's top is its 98th
@@ -183,7 +91,7 @@ def split_regions(
 
 
 def split_by_colour(
-    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams(), levels: int | None = None
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = DEFAULT_PARAMS, levels: int | None = None
 ) -> list[np.ndarray]:
     """The objects in the region ``mask`` (H, W) bool: the region itself, or its parts (see the module
     docstring), each split again ``levels`` (default ``params.levels``) deep. Every pixel of the region is in
@@ -200,7 +108,7 @@ def split_by_colour(
 
 
 def split_by_gap(
-    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = DEFAULT_PARAMS
 ) -> list[np.ndarray]:
     """The objects in the region ``mask`` (H, W) that gaps in 3D separate (see the module docstring): the
     region itself, or its parts; every pixel of the region is in exactly one returned mask."""
@@ -232,7 +140,7 @@ def split_by_gap(
 
 
 def split_at_corner(
-    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = DEFAULT_PARAMS
 ) -> list[np.ndarray]:
     """The two arms of a region ``mask`` (H, W) whose top view is an L (see the module docstring), or the
     region itself; every pixel of the region is in exactly one returned mask."""
@@ -273,7 +181,7 @@ def split_at_corner(
 
 
 def split_off_lying_arms(
-    mask: np.ndarray, ctx: SplitContext, params: SplitParams = SplitParams()
+    mask: np.ndarray, ctx: SplitContext, params: SplitParams = DEFAULT_PARAMS
 ) -> list[np.ndarray]:
     """The region ``mask`` (H, W) without the thin parts lying flat on the table that reach out from it (see
     the module docstring), then each such part; or the region itself. Every pixel of the region is in
@@ -342,15 +250,18 @@ def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight
     colours = _two_colours(ctx.lab[box], sub, weight, params.min_colour)
     if colours is None:
         return [mask]
-    seeds = _standing_parts(
-        colours, ctx.height[box], measured, least, max(3, round(params.min_width_m / px_m)), ctx.touch_m
+    seeds, stacked = _standing_parts(
+        colours, ctx, box, measured, least, max(3, round(params.min_width_m / px_m))
     )
     n = int(seeds.max())
     if n < 2:
         return [mask]
     owner = _rest_on_seeds(_nearest_seed(seeds, sub), seeds, sub, ctx, box)
+    if stacked:  # the rest of what lies around an object on another is the object under it
+        others = _nearest_seed(np.where(np.isin(seeds, list(stacked)), 0, seeds), sub)
+        keep_to_itself(owner, seeds, stacked, others, measured, ctx.height[box])
     out = []
-    for members in _join_unbroken(owner, n, ctx, box, params):
+    for members in _join_unbroken(owner, n, ctx, box, params, stacked):
         m = np.zeros_like(mask)
         m[box] = np.isin(owner, members) & sub
         out.append(m)
@@ -379,20 +290,23 @@ def _two_colours(lab: np.ndarray, sub: np.ndarray, weight: float, min_colour: fl
 
 def _standing_parts(
     colours: np.ndarray,
-    height: np.ndarray,
+    ctx: SplitContext,
+    box: tuple[slice, slice],
     measured: np.ndarray,
     least: int,
     width: int,
-    touch_m: float,
-) -> np.ndarray:
-    """(h, w) int32 labels 1..n of the connected parts of each colour of ``colours`` that keep ``least`` px
-    once opened by a ``width`` px square and whose lowest ``measured`` points (2nd percentile of ``height``,
-    m) are within ``touch_m`` of the table; 0 elsewhere."""
+) -> tuple[np.ndarray, dict[int, float]]:
+    """(h, w) int32 labels 1..n of the connected parts of each colour of ``colours`` (the crop ``box``) that
+    keep ``least`` px once opened by a ``width`` px square and whose lowest ``measured`` points (2nd
+    percentile of the height, m) are within ``ctx.touch_m`` of the table, or that lie on a level surface of
+    the rest of the region (:func:`real2sim.stacked.stacked_on`: an eraser on a tub; returned with the
+    height (m) below which their pixels belong to what they lie on); 0 elsewhere."""
     import cv2
 
     seeds = np.zeros(colours.shape, np.int32)
     kernel = np.ones((width, width), np.uint8)
-    n = 0
+    height = ctx.height[box]
+    n, stacked = 0, {}
     for colour in (1, 2):
         core = cv2.morphologyEx((colours == colour).astype(np.uint8), cv2.MORPH_OPEN, kernel)
         count, comp, stats, _ = cv2.connectedComponentsWithStats(core, connectivity=4)
@@ -401,11 +315,20 @@ def _standing_parts(
                 continue
             part = comp == k
             h = height[part & measured]
-            if len(h) < least // 2 or float(np.percentile(h, 2)) > touch_m:
-                continue  # does not rest on the table: the print, a lid, a toy's head
+            if len(h) < least // 2:
+                continue
+            on_table = float(np.percentile(h, 2)) <= ctx.touch_m
+            if not on_table:  # the print, a lid, a toy's head; or an object on another
+                support = stacked_on(part, (colours > 0) & ~part, ctx.points[box], measured, height, ctx.up)
+                if support is None:
+                    continue
+                stacked[n + 1] = support - FLAT_M
+                full = np.zeros(ctx.valid.shape, bool)
+                full[box] = part
+                ctx.stacked.append((full, support))
             n += 1
             seeds[part] = n
-    return seeds
+    return seeds, stacked
 
 
 def _rest_on_seeds(
@@ -448,11 +371,17 @@ def _nearest_seed(seeds: np.ndarray, sub: np.ndarray) -> np.ndarray:
 
 
 def _join_unbroken(
-    owner: np.ndarray, n: int, ctx: SplitContext, box: tuple[slice, slice], params: SplitParams
+    owner: np.ndarray,
+    n: int,
+    ctx: SplitContext,
+    box: tuple[slice, slice],
+    params: SplitParams,
+    apart: Collection[int] = (),
 ) -> list[list[int]]:
     """Groups of the labels 1..n of ``owner`` (the crop ``box`` of the frame) that are one object: two labels
     whose border (the pixels within 4 px of the other, across a seam without depth) shows a depth step,
-    crease or missing depth on less than ``params.min_break`` of it, and that meet in more than a neck."""
+    crease or missing depth on less than ``params.min_break`` of it, and that meet in more than a neck; the
+    labels ``apart`` (objects lying on another) join none."""
     import cv2
 
     z, valid = ctx.z[box], ctx.valid[box]
@@ -475,6 +404,8 @@ def _join_unbroken(
         grown = cv2.dilate(inside[a].astype(np.uint8), near) > 0
         touching = cv2.dilate(inside[a].astype(np.uint8), touch) > 0
         for b in range(a + 1, n + 1):
+            if a in apart or b in apart:
+                continue
             border = grown & inside[b]
             if border.sum() < 5:
                 continue

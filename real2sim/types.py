@@ -68,6 +68,9 @@ class Segment:
     silhouette: np.ndarray | None = None
     """(H, W) bool: the object's outline as the photo shows it, snapped to its colour edges (the geometric
     segmenter's :func:`real2sim.silhouette.snap_to_colour`); None where the mask is that outline already."""
+    support_m: float = 0.0
+    """Height (m above the table) of the surface it lies on: 0 on the table, more on another object's top
+    (:mod:`real2sim.stacked`)."""
 
     @property
     def seen(self) -> np.ndarray:
