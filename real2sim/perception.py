@@ -112,7 +112,8 @@ def perceive(
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
     each upright object is then refined against the depth (:mod:`real2sim.refine`). An object whose label
     names no shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that
-    explains the depth around its mask best is kept.
+    explains the depth around its mask best is kept. An object the segmenter found lying on another
+    (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
