@@ -54,6 +54,7 @@ from real2sim.scene_files import (
     deformable_material,
     entry_object,
     load_scene,
+    robot_start_above,
 )
 from real2sim.types import ObjectGeometry, Real2SimError
 from simpact.core.frame import Frame
@@ -393,4 +394,11 @@ def _scene(
             scene_objects.append(entry_object(entry, root))
         entries.append(entry)
     objects = tuple(scene_objects)
-    return Scene(objects, table_size=covering_table_size(objects)), entries
+    tops = [
+        float(g.world_vertices()[:, 2].max())
+        for n, g in result.geometries.items()
+        if n not in result.particles
+    ]
+    tops += [float(np.max(p.points[:, 2])) for p in result.particles.values() if len(p.points)]
+    robot = robot_start_above(max(tops, default=0.0))
+    return Scene(objects, robot, table_size=covering_table_size(objects)), entries

@@ -428,3 +428,37 @@ def test_the_table_reaches_past_every_object() -> None:
     r = 0.5 * float(np.linalg.norm(far.size))
     assert sx == pytest.approx(1.3 + r + TABLE_MARGIN_M - TABLE_NEAR_X)
     assert sy == pytest.approx(2 * (0.8 + r + TABLE_MARGIN_M))
+
+
+@pytest.mark.parametrize("height_m", [0.1, 0.3])
+def test_the_robot_starts_above_the_tallest_object(rendered: tuple[Frame, Any], height_m: float) -> None:
+    """A bottle taller than the default start (fingertips 25 cm up) under it: the robot starts above it, and
+    the scene settles without the fingers inside the bottle (UOIS frame 8's 28 cm bottle)."""
+    from real2sim.scene_files import ROBOT_CLEARANCE_M
+    from real2sim.types import Segment
+    from simpact.core.scene import RobotStart
+
+    frame, _ = rendered
+    table = TablePlane(
+        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
+    )
+    x, y, z = RobotStart().position
+    mesh = trimesh.creation.cylinder(radius=0.035, height=height_m, sections=32)
+    bottle = ObjectGeometry(
+        "bottle",
+        mesh,
+        np.array([x, y, height_m / 2]),
+        np.array([1.0, 0, 0, 0]),
+        mesh.extents,
+        np.zeros((0, 3)),
+    )
+    seg = Segment("bottle", np.zeros(frame.depth.shape, bool))
+
+    def one_bottle(frame: Frame, labels: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(table=table, segments=[seg], objects=[bottle], timings_s={}, warnings=[])
+
+    result = run_real2sim(
+        frame, labels=["bottle"], perceive_fn=one_bottle, config=Real2SimConfig(settle_s=0.2)
+    )
+    assert result.scene.robot.position[2] == pytest.approx(max(z, height_m + ROBOT_CLEARANCE_M))
+    assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
