@@ -64,13 +64,16 @@ def _pair(before: Any, after: Any, fmt: str, compare: bool) -> str:
     return now if was == now else f"{was} -> **{now}**"
 
 
-def _totals(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, str]:
+def _totals(
+    objects: Mapping[tuple[str, str], Mapping[str, Any]], frames: list[Mapping[str, Any]]
+) -> dict[str, str]:
     def mean(key: str, fmt: str) -> str:
         v = [o[key] for o in objects.values() if o.get(key) is not None]
         return f"{format(sum(v) / len(v), fmt)} (n {len(v)})" if v else "-"
 
     verdicts = [o.get("verdict") for o in objects.values()]
     extents = [o["extent_pct"] for o in objects.values() if o.get("extent_pct") is not None]
+    settled = sum(bool(r.get("settle_clean")) for r in frames)
     return {
         "verdicts good / check / poor": " / ".join(str(verdicts.count(v)) for v in ("good", "check", "poor"))
         + f" of {len(verdicts)}",
@@ -78,6 +81,7 @@ def _totals(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, s
         "median depth residual mm, mean": mean("depth_residual_mm", ".2f"),
         "extent % of the labelled objects, mean": mean("extent_pct", ".2f"),
         "extent % of the labelled objects, max": f"{max(extents):.1f}" if extents else "-",
+        "real scenes that settle clean": f"{settled} of {len(frames)}",
     }
 
 
@@ -101,7 +105,8 @@ def markdown_report(
     for key, met in result.get("targets_met", {}).items():
         lines.append(f"| {key} | {TARGETS.get(key, '-')} | {verdicts[met]} |")
     lines += ["", "| total | value |", "|---|---|"]
-    now_totals, old_totals = _totals(new), _totals(old)
+    now_totals = _totals(new, result.get("real", []))
+    old_totals = _totals(old, baseline.get("real", []) if baseline is not None else [])
     for key, value in now_totals.items():
         lines.append(f"| {key} | {f'{old_totals[key]} -> {value}' if compare else value} |")
     lines += ["", "## Every real object", ""]

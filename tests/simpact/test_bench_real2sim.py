@@ -238,6 +238,7 @@ def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, obje
         "frame": "rgbd/posecnn/000002-color.png",
         "out": str(out / "real" / "posecnn_000002-color"),
         "seconds": 1.0,
+        "settle_clean": verdict == "good",
         "objects": {
             "sugar_box": {
                 "found": True,
@@ -269,6 +270,7 @@ def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> Non
     assert "| rgbd/posecnn/000002-color.png | object_0 | - | 0.700 | 3.00 | check |" in report
     assert "| verdicts good / check / poor | 0 / 2 / 0 of 2 -> 1 / 1 / 0 of 2 |" in report
     assert "| real_iou_min | 0.85 | **no** |" in report
+    assert "| real scenes that settle clean | 0 of 1 -> 1 of 1 |" in report
     assert "![rgbd/posecnn/000002-color.png](real/posecnn_000002-color/overlay.png)" in report
     alone = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
     assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | good |" in alone
