@@ -72,6 +72,26 @@ def robot_facing_transform(T_world_cam: np.ndarray, centre_world: np.ndarray) ->
     return T
 
 
+def _resting_on(
+    g: ObjectGeometry, others: Sequence[ObjectGeometry], names: Sequence[str], name: str
+) -> str | None:
+    """The name of the object whose top is within :data:`REST_TOLERANCE_M` of ``g``'s bottom and whose
+    top-view bounding box overlaps ``g``'s most, or None."""
+    v = g.world_vertices()
+    best, most = None, 0.0
+    for h, other in zip(others, names):
+        w = h.world_vertices()
+        if other == name or abs(float(v[:, 2].min()) - float(w[:, 2].max())) > REST_TOLERANCE_M:
+            continue
+        side = np.minimum(v[:, :2].max(axis=0), w[:, :2].max(axis=0)) - np.maximum(
+            v[:, :2].min(axis=0), w[:, :2].min(axis=0)
+        )
+        area = float(np.prod(np.clip(side, 0.0, None)))
+        if area > most:
+            best, most = other, area
+    return best
+
+
 def place_objects(
     geometries: Sequence[ObjectGeometry], names: Sequence[str], table_z: float = 0.0
 ) -> tuple[list[ObjectGeometry], dict[str, dict[str, Any]], list[str]]:
@@ -90,7 +110,12 @@ def place_objects(
             out[i] = _moved(g, np.array([0.0, 0.0, -low]))
             info[name]["lift_m"] = round(-low, 6)
         else:
-            warnings.append(f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)")
+            under = _resting_on(g, out, names, name)
+            warnings.append(
+                f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)"
+                if under is None
+                else f"'{name}' lies on '{under}', {low:.3f} m above the table"
+            )
     if len(out) < 2:
         return out, info, warnings
     out, cuts = trim_overlaps(out, names)

@@ -86,3 +86,20 @@ def test_a_lid_a_print_and_a_label_are_not_objects_lying_on_another() -> None:
     label = trimesh.creation.cylinder(radius=0.0505, height=0.06, sections=64)  # a band round its side
     label.apply_translation([0.0, 0.0, 0.12])
     assert _stacked(_painted([_table(), can, label]), 2, 1) is None
+
+
+def test_placement_says_what_an_object_lies_on() -> None:
+    from real2sim.placement import place_objects
+    from real2sim.types import ObjectGeometry
+
+    def box(size: tuple[float, float, float], centre: tuple[float, float, float]) -> ObjectGeometry:
+        mesh = trimesh.creation.box(size)
+        return ObjectGeometry(
+            "b", mesh, np.array(centre), np.array([1.0, 0, 0, 0]), mesh.extents, np.zeros((0, 3))
+        )
+
+    tub, eraser = box((0.2, 0.14, 0.07), (0.5, 0.0, 0.035)), box((0.13, 0.05, 0.03), (0.5, 0.02, 0.085))
+    held = box((0.05, 0.05, 0.05), (0.5, 0.3, 0.2))
+    _, _, warnings = place_objects([tub, eraser, held], ["tub", "eraser", "held"])
+    assert "'eraser' lies on 'tub', 0.070 m above the table" in warnings
+    assert any(w.startswith("'held' floats 0.175 m above the table") for w in warnings)
