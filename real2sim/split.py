@@ -254,7 +254,7 @@ def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight
         colours, ctx, box, measured, least, max(3, round(params.min_width_m / px_m))
     )
     n = int(seeds.max())
-    if n < 2:
+    if n < 2 or len(stacked) == n:  # none on the table: nothing under what lies on another to give to
         return [mask]
     owner = _rest_on_seeds(_nearest_seed(seeds, sub), seeds, sub, ctx, box)
     if stacked:  # the rest of what lies around an object on another is the object under it
