@@ -11,10 +11,14 @@ region, not by edge:
    ``min_width_m`` (a seam, a rim, a reflection);
 2. a part is an object of its own only when it is large (``min_area_m2``) and rests on the table (its lowest
    points within ``touch_m`` of it): the print on a box, the lid of a tub, the head of a toy stand on another
-   part, not on the table. Every pixel of the region goes to the nearest such part;
+   part, not on the table. Every pixel of the region goes to the nearest such part. The exception is a part
+   lying on a level surface of the rest (:func:`real2sim.stacked.stacked_on`: an eraser on a tub): it is an
+   object of its own, keeps only its own pixels and outline (:func:`real2sim.stacked.keep_to_itself`) and is
+   recorded in ``SplitContext.stacked`` with the height it lies at;
 3. two parts stay apart only where their shared border shows a depth step, a concave crease or missing
    depth on ``min_break`` of it, or where they meet in a neck (border length under ``min_neck`` times the
-   smaller part's square-root area). The print on a flat face or a can's colour band has neither;
+   smaller part's square-root area). The print on a flat face or a can's colour band has neither; a part
+   lying on another joins nothing;
 4. each part so found is split again, a few levels deep.
 
 :func:`split_by_gap` then takes apart what one colour holds and only a narrow gap in 3D separates (a white
