@@ -99,8 +99,8 @@ def place_objects(
     overlapping pairs apart where their observed points part (:func:`real2sim.separate.trim_overlaps`: only
     unseen volume goes), then push pairs still interpenetrating apart horizontally (convex hulls, MuJoCo's
     collision test) until none overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries,
-    what moved and cut each (``lift_m``, ``cuts``, ``push_m``), warnings. Masses were estimated before the
-    cuts, from the uncut extents."""
+    what moved and cut each (``lift_m``, ``cuts``, ``push_m``; ``on``: for one left above the table, the
+    object it lies on, or None), warnings. Masses were estimated before the cuts, from the uncut extents."""
     out = list(geometries)
     info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "cuts": [], "push_m": [0.0, 0.0]} for n in names}
     warnings: list[str] = []
@@ -110,7 +110,7 @@ def place_objects(
             out[i] = _moved(g, np.array([0.0, 0.0, -low]))
             info[name]["lift_m"] = round(-low, 6)
         else:
-            under = _resting_on(g, out, names, name)
+            under = info[name]["on"] = _resting_on(g, out, names, name)
             warnings.append(
                 f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)"
                 if under is None

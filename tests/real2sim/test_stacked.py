@@ -100,6 +100,7 @@ def test_placement_says_what_an_object_lies_on() -> None:
 
     tub, eraser = box((0.2, 0.14, 0.07), (0.5, 0.0, 0.035)), box((0.13, 0.05, 0.03), (0.5, 0.02, 0.085))
     held = box((0.05, 0.05, 0.05), (0.5, 0.3, 0.2))
-    _, _, warnings = place_objects([tub, eraser, held], ["tub", "eraser", "held"])
+    _, info, warnings = place_objects([tub, eraser, held], ["tub", "eraser", "held"])
+    assert info["eraser"]["on"] == "tub" and info["held"]["on"] is None and "on" not in info["tub"]
     assert "'eraser' lies on 'tub', 0.070 m above the table" in warnings
     assert any(w.startswith("'held' floats 0.175 m above the table") for w in warnings)
