@@ -25,7 +25,14 @@ import trimesh
 
 from simpact.core.errors import SimpactError
 
-__all__ = ["POSE_BACKENDS", "PoseError", "PoseEstimate", "estimate_pose", "surface_rmse"]
+__all__ = [
+    "POSE_BACKENDS",
+    "PoseError",
+    "PoseEstimate",
+    "estimate_pose",
+    "foundationpose_dir",
+    "surface_rmse",
+]
 
 
 class PoseError(SimpactError, ValueError):
@@ -149,17 +156,9 @@ FOUNDATIONPOSE_ENV = "SIMPACT_FOUNDATIONPOSE_DIR"
 _FP_CACHE: dict[str, Any] = {}
 
 
-def _foundationpose(
-    mesh: trimesh.Trimesh,
-    points_world: np.ndarray,
-    *,
-    frame: Any = None,
-    mask: np.ndarray | None = None,
-    T_world_cam: np.ndarray | None = None,
-    repo: str | None = None,
-    iterations: int = 5,
-    **_unused: Any,
-) -> PoseEstimate:
+def foundationpose_dir(repo: str | None = None) -> str:
+    """The local FoundationPose checkout (``repo``, else ``$SIMPACT_FOUNDATIONPOSE_DIR``) with its weights;
+    a :class:`PoseError` naming the setting when it is unset or holds no weights."""
     path = repo or os.environ.get(FOUNDATIONPOSE_ENV)
     if not path:
         raise PoseError(
@@ -171,6 +170,21 @@ def _foundationpose(
             f"pose back-end 'foundationpose': no weights in {weights} (${FOUNDATIONPOSE_ENV}); "
             "put the released refiner and scorer folders there"
         )
+    return path
+
+
+def _foundationpose(
+    mesh: trimesh.Trimesh,
+    points_world: np.ndarray,
+    *,
+    frame: Any = None,
+    mask: np.ndarray | None = None,
+    T_world_cam: np.ndarray | None = None,
+    repo: str | None = None,
+    iterations: int = 5,
+    **_unused: Any,
+) -> PoseEstimate:
+    path = foundationpose_dir(repo)
     if frame is None or mask is None or T_world_cam is None:
         raise PoseError("pose back-end 'foundationpose' needs the frame, the object's mask and T_world_cam")
     if path not in sys.path:

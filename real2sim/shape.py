@@ -51,6 +51,7 @@ __all__ = [
     "ShapeError",
     "complete_shape",
     "frustum",
+    "hunyuan3d_path",
     "kind_from_label",
     "scale_and_centre",
 ]
@@ -371,6 +372,19 @@ def scale_and_centre(mesh: trimesh.Trimesh, real_extent: Sequence[float]) -> tri
     return out
 
 
+def hunyuan3d_path(model_path: str | None = None) -> str:
+    """The local Hunyuan3D weights folder (``model_path``, else ``$SIMPACT_HUNYUAN3D_PATH``); a
+    :class:`ShapeBackendError` naming the setting when it is unset or not a folder."""
+    path = model_path or os.environ.get(HUNYUAN3D_ENV)
+    if not path:
+        raise ShapeBackendError(
+            f"shape back-end 'hunyuan3d' needs its weights: set ${HUNYUAN3D_ENV} to a local folder"
+        )
+    if not os.path.isdir(path):
+        raise ShapeBackendError(f"shape back-end 'hunyuan3d': {path!r} (${HUNYUAN3D_ENV}) is not a folder")
+    return path
+
+
 def _hunyuan3d(
     points_world: np.ndarray,
     label: str = "",
@@ -381,13 +395,7 @@ def _hunyuan3d(
     device: str | None = None,
     **_unused: Any,
 ) -> Shape:
-    path = model_path or os.environ.get(HUNYUAN3D_ENV)
-    if not path:
-        raise ShapeBackendError(
-            f"shape back-end 'hunyuan3d' needs its weights: set ${HUNYUAN3D_ENV} to a local folder"
-        )
-    if not os.path.isdir(path):
-        raise ShapeBackendError(f"shape back-end 'hunyuan3d': {path!r} (${HUNYUAN3D_ENV}) is not a folder")
+    path = hunyuan3d_path(model_path)
     if rgb is None or mask is None:
         raise ShapeBackendError("shape back-end 'hunyuan3d' needs the image and the object's mask")
     try:

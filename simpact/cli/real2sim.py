@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from real2sim.datasets import read_any_frame, read_mask_image, with_masks
-from real2sim.pipeline import Real2SimConfig, run_real2sim
+from real2sim.pipeline import Real2SimConfig, check_backends, run_real2sim
 from simpact.cli.common import add_vlm_arguments, vlm_from_args
 from simpact.cli.preflight import finite, require_packages
 from simpact.core.errors import UsageError
@@ -72,6 +72,7 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
     if args.masks and args.segmenter not in ("geometric", "masks"):
         raise UsageError(f"--masks gives the objects' masks: drop --segmenter {args.segmenter}")
     config = _config(args)
+    check_backends(config)  # a learned back-end's local weights, before any work or output folder
     vlm = vlm_from_args(args)
     task = load_task(args.task) if args.task else None
     frame = read_any_frame(args.frame)

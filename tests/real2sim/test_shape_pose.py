@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import trimesh
@@ -196,3 +198,25 @@ def test_a_lying_cans_axis_is_found_when_a_neighbour_cuts_its_far_end_at_a_slant
     assert T is not None
     assert abs(np.degrees(np.arctan2(T[1, 0], T[0, 0]) - yaw)) < 2.5
     assert shape.mesh.extents == pytest.approx((0.101, 0.066, 0.066), rel=0.02)
+
+
+def test_a_learned_back_end_without_its_local_weights_stops_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line names the setting in one line, exit 2, and leaves no output folder; nothing is
+    downloaded (the frame, which does not exist, is never read: the back-ends are checked first)."""
+    from simpact.cli import main
+
+    for name in ("SIMPACT_HUNYUAN3D_PATH", "SIMPACT_FOUNDATIONPOSE_DIR", "SIMPACT_GROUNDING_DINO_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "out"
+    for flag, says in (
+        (["--shape", "hunyuan3d"], "$SIMPACT_HUNYUAN3D_PATH"),
+        (["--pose", "foundationpose"], "$SIMPACT_FOUNDATIONPOSE_DIR"),
+        (["--segmenter", "grounded_sam2"], "$SIMPACT_GROUNDING_DINO_CONFIG"),
+        (["--shape", "nerf"], "unknown shape back-end 'nerf'"),
+    ):
+        assert main(["real2sim", str(tmp_path / "missing.npy"), *flag, "--out", str(out)]) == 2, flag
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists(), flag
