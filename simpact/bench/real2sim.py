@@ -56,7 +56,7 @@ from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
 from solvers.world import make_world
 
-__all__ = ["bench_real", "bench_rendered", "run_real2sim_bench"]
+__all__ = ["Progress", "bench_real", "bench_rendered", "bench_result", "run_real2sim_bench"]
 
 
 def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
@@ -314,17 +314,18 @@ def run_real2sim_bench(
     tasks: Sequence[str] | None = None,
     seeds: Sequence[int] = (0,),
     real: bool = True,
-    progress: Callable[[dict[str, Any]], None] | None = None,
+    progress: Progress | None = None,
     config: Any = None,
     real_frames: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Score real2sim on rendered task frames and the real frames (``real_frames``: paths relative to the
-    shared data folder; default every frame found under its ``rgbd``); write ``out/result.json``."""
+    shared data folder; default every frame found under its ``rgbd``); write ``out/result.json``.
+    ``progress(section, record)`` gets each frame's record as it finishes (section: ``rendered``, ``real``
+    or ``glass``)."""
     config = config or Real2SimConfig()
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
-    errors: list[dict[str, Any]] = []
-    rendered = _run_jobs(_rendered_jobs(tasks, seeds, root, config), progress, errors)
+    rendered = _run_jobs("rendered", _rendered_jobs(tasks, seeds, root, config), progress)
     real_records: list[dict[str, Any]] = []
     glass_records: list[dict[str, Any]] = []
     skipped = None
@@ -335,42 +336,52 @@ def run_real2sim_bench(
             skipped = str(exc)
         else:
             relpaths = discover_real_frames(shared_data_dir("rgbd")) if real_frames is None else real_frames
-            real_records = _run_jobs(_real_jobs(relpaths, root, config), progress, errors)
-            glass_records = _run_jobs(_glass_jobs(relpaths, root, config), progress, errors)
-    summary, met = summarise(rendered, real_records, glass_records)
-    result = {
-        "targets": TARGETS,
-        "targets_met": met,
-        "summary": summary,
-        "rendered": rendered,
-        "real": real_records,
-        "glass": glass_records,
-        "real_skipped": skipped,
-        "errors": len(errors),
-    }
+            real_records = _run_jobs("real", _real_jobs(relpaths, root, config), progress)
+            glass_records = _run_jobs("glass", _glass_jobs(relpaths, root, config), progress)
+    result = bench_result(rendered, real_records, glass_records, skipped)
     write_json(root / "result.json", result)
     return result
 
 
+def bench_result(
+    rendered: list[dict[str, Any]],
+    real: list[dict[str, Any]],
+    glass: list[dict[str, Any]],
+    real_skipped: str | None = None,
+) -> dict[str, Any]:
+    """The bench's result of these frame records: targets, which are met, the summary and the records."""
+    summary, met = summarise(rendered, real, glass)
+    errors = sum("error" in r for r in (*rendered, *real, *glass))
+    return {
+        "targets": TARGETS,
+        "targets_met": met,
+        "summary": summary,
+        "rendered": rendered,
+        "real": real,
+        "glass": glass,
+        "real_skipped": real_skipped,
+        "errors": errors,
+    }
+
+
 Job = tuple[str, Callable[[], dict[str, Any]]]
 """A frame's name and the call that benchmarks it."""
+Progress = Callable[[str, dict[str, Any]], None]
+"""Called with the section (``rendered``, ``real``, ``glass``) and a frame's record as it finishes."""
 
 
-def _run_jobs(
-    jobs: Iterable[Job], progress: Callable[[dict[str, Any]], None] | None, errors: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Each job's record, in order, passed to ``progress`` as it finishes; a failed job's record is its
-    error (one frame's failure is a result too), also appended to ``errors``."""
+def _run_jobs(section: str, jobs: Iterable[Job], progress: Progress | None) -> list[dict[str, Any]]:
+    """Each job's record, in order, passed to ``progress`` (with ``section``) as it finishes; a failed
+    job's record is its error (one frame's failure is a result too)."""
     records = []
     for frame, job in jobs:
         try:
             record = job()
         except Exception as exc:
             record = {"frame": frame, "error": f"{type(exc).__name__}: {exc}"}
-            errors.append(record)
         records.append(record)
         if progress:
-            progress(record)
+            progress(section, record)
     return records
 
 

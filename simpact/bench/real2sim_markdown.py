@@ -90,14 +90,18 @@ def markdown_report(
     out: Path,
     baseline: Mapping[str, Any] | None = None,
     baseline_name: str = "an earlier run",
+    interrupted: bool = False,
 ) -> str:
     """The report of ``result`` (written under ``out``; overlays linked relative to it), each value beside
     ``baseline``'s (``before -> **after**``, bold where it changed) when given (``baseline_name``: where it
-    was read from)."""
+    was read from); ``interrupted``: the run was stopped, ``result`` holds the frames that finished."""
     compare = baseline is not None
     old = _objects(baseline) if baseline is not None else {}
     new = _objects(result)
     lines = ["# bench real2sim", ""]
+    if interrupted:
+        done = sum(len(result.get(k, [])) for k in ("rendered", "real", "glass"))
+        lines += [f"**Interrupted** after {done} frames: every value below covers those frames only.", ""]
     if baseline is not None:
         lines += [f"Values: baseline -> **this run** (baseline: `{baseline_name}`).", ""]
     lines += ["| target | limit | met |", "|---|---|---|"]

@@ -19,7 +19,7 @@ from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
 from simpact.bench.mpm import run_mpm_bench
 from simpact.bench.perf import run_perf
-from simpact.bench.real2sim import run_real2sim_bench
+from simpact.bench.real2sim import bench_result, run_real2sim_bench
 from simpact.bench.real2sim_markdown import load_baseline, markdown_report
 from simpact.bench.real2sim_report import format_table as real2sim_table
 from simpact.bench.rope import run_rope_bench
@@ -254,18 +254,26 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
     settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real, "baseline": args.baseline}
     with RunRecord.start(out, "bench real2sim", settings) as run:
         finished: list[dict[str, Any]] = []  # each frame's record as it finishes: kept if interrupted
+        sections: dict[str, list[dict[str, Any]]] = {"rendered": [], "real": [], "glass": []}
 
-        def progress(record: dict[str, Any]) -> None:
+        def progress(section: str, record: dict[str, Any]) -> None:
             if "error" in record:
                 print(f"  {record['frame']}: error: {record['error']}", flush=True)
             else:
                 print(f"  {record['frame']}: {record['seconds']:.1f} s", flush=True)
             finished.append(record)
+            sections[section].append(record)
             run.update(finished=finished)
 
-        result = run_real2sim_bench(
-            out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
-        )
+        try:
+            result = run_real2sim_bench(
+                out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+            )
+        except KeyboardInterrupt:  # the report of the frames that finished, marked as such
+            partial = bench_result(sections["rendered"], sections["real"], sections["glass"])
+            report = markdown_report(partial, out, baseline, str(args.baseline), interrupted=True)
+            atomic_write_text(out / "report.md", report)
+            raise
         run.payload.pop("finished", None)
         run.update(**result)
     print(real2sim_table(result))

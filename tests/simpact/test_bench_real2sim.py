@@ -220,16 +220,20 @@ def test_an_interrupted_bench_keeps_the_frames_it_finished(
 
     def two_frames_then_ctrl_c(out: Path, progress: object = None, **_: object) -> dict[str, object]:
         assert callable(progress)
-        progress({"frame": "rgbd/a.png", "seconds": 1.5, "objects": {}})
-        progress({"frame": "rgbd/b.png", "error": "ValueError: bad depth"})
+        finished = _bench_result(Path(out), 2.2, "good")["real"][0]
+        progress("real", finished)
+        progress("real", {"frame": "rgbd/b.png", "error": "ValueError: bad depth"})
         raise KeyboardInterrupt
 
     monkeypatch.setattr(bench_cli, "run_real2sim_bench", two_frames_then_ctrl_c)
     assert main(["bench", "real2sim", "--no-real", "--out", str(tmp_path / "b")]) == 130
     saved = json.loads((tmp_path / "b" / "result.json").read_text())
     assert saved["status"] == "interrupted"
-    assert [r["frame"] for r in saved["finished"]] == ["rgbd/a.png", "rgbd/b.png"]
+    assert [r["frame"] for r in saved["finished"]] == ["rgbd/posecnn/000002-color.png", "rgbd/b.png"]
     assert "interrupted" in capsys.readouterr().err
+    report = (tmp_path / "b" / "report.md").read_text()  # the report of what finished, said to be partial
+    assert "**Interrupted** after 2 frames" in report
+    assert "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 2.20 | good |" in report
 
 
 def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, object]:
