@@ -7,6 +7,10 @@ count as no error; for a cylinder or bowl only the tilt of its axis counts), the
 relative error over the three edges, %), the IoU of the segment with the rendered mask and the object's
 visible pixels in it (``visible_px``: 0 for an object hidden from the camera, listed as not visible).
 
+The same rendered frames again with a depth camera's errors (:mod:`simpact.bench.sensor_noise`: shadows,
+smeared edges, axial noise, disparity steps), section ``rendered_noisy``: the development split, with ground
+truth and the real frames' kind of depth, on which to tune; it carries no target.
+
 Real frames (``<shared data>/rgbd``, skipped with a reason when absent): objects found among those present,
 each object's extents (edges sorted, so orientation-free) against its reference, named per row
 (``reference``): ``ycb``, the listed size of a YCB object of known size; ``object_pc``, the oriented extents
@@ -51,6 +55,7 @@ from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.bench.glass import bench_glass_pair, glass_pairs
 from simpact.bench.real2sim_report import TARGETS, summarise
 from simpact.bench.scoring import extent_error, ground_truth_box, mask_iou, points_extent, pose_errors
+from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise
 from simpact.core.jsonio import write_json
 from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
@@ -67,9 +72,14 @@ def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
     return task, scene, world.render()
 
 
-def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[str, Any]:
-    """real2sim on the rendered frame of one task scene, scored against the scene."""
+def bench_rendered(
+    task_name: str, seed: int, out: Path, config: Any, noise: SensorNoise | None = None
+) -> dict[str, Any]:
+    """real2sim on the rendered frame of one task scene (its depth as ``noise``'s sensor would measure it,
+    when given), scored against the scene."""
     task, scene, frame = _rendered_frame(task_name, seed)
+    if noise is not None:
+        frame = add_sensor_noise(frame, seed, noise)
     t0 = time.perf_counter()
     result = run_real2sim(frame, task=task, out=out, config=config)
     wall = time.perf_counter() - t0
@@ -98,7 +108,7 @@ def bench_rendered(task_name: str, seed: int, out: Path, config: Any) -> dict[st
             entry["kind"] = result.parameters[est].kind
         objects[name] = entry
     return {
-        "frame": f"{task_name} seed {seed}",
+        "frame": f"{task_name} seed {seed}" + (" (sensor noise)" if noise is not None else ""),
         "objects": objects,
         "seconds": wall,
         "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
@@ -326,6 +336,8 @@ def run_real2sim_bench(
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
     rendered = _run_jobs("rendered", _rendered_jobs(tasks, seeds, root, config), progress)
+    noisy_jobs = _rendered_jobs(tasks, seeds, root, config, SensorNoise())
+    rendered_noisy = _run_jobs("rendered_noisy", noisy_jobs, progress)
     real_records: list[dict[str, Any]] = []
     glass_records: list[dict[str, Any]] = []
     skipped = None
@@ -338,7 +350,7 @@ def run_real2sim_bench(
             relpaths = discover_real_frames(shared_data_dir("rgbd")) if real_frames is None else real_frames
             real_records = _run_jobs("real", _real_jobs(relpaths, root, config), progress)
             glass_records = _run_jobs("glass", _glass_jobs(relpaths, root, config), progress)
-    result = bench_result(rendered, real_records, glass_records, skipped)
+    result = bench_result(rendered, real_records, glass_records, skipped, rendered_noisy)
     write_json(root / "result.json", result)
     return result
 
@@ -348,15 +360,18 @@ def bench_result(
     real: list[dict[str, Any]],
     glass: list[dict[str, Any]],
     real_skipped: str | None = None,
+    rendered_noisy: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The bench's result of these frame records: targets, which are met, the summary and the records."""
-    summary, met = summarise(rendered, real, glass)
-    errors = sum("error" in r for r in (*rendered, *real, *glass))
+    noisy = rendered_noisy or []
+    summary, met = summarise(rendered, real, glass, noisy)
+    errors = sum("error" in r for r in (*rendered, *noisy, *real, *glass))
     return {
         "targets": TARGETS,
         "targets_met": met,
         "summary": summary,
         "rendered": rendered,
+        "rendered_noisy": noisy,
         "real": real,
         "glass": glass,
         "real_skipped": real_skipped,
@@ -389,12 +404,19 @@ def _slug(relpath: str) -> str:
     return relpath.replace("rgbd/", "").replace("/", "_").rsplit(".", 1)[0]
 
 
-def _rendered_jobs(tasks: Sequence[str] | None, seeds: Sequence[int], root: Path, config: Any) -> list[Job]:
-    """One job per task (all when ``tasks`` is None) and seed."""
+def _rendered_jobs(
+    tasks: Sequence[str] | None,
+    seeds: Sequence[int],
+    root: Path,
+    config: Any,
+    noise: SensorNoise | None = None,
+) -> list[Job]:
+    """One job per task (all when ``tasks`` is None) and seed, with ``noise``'s sensor when given."""
+    folder = root / ("rendered" if noise is None else "rendered_noisy")
     return [
         (
             f"{name} seed {seed}",
-            partial(bench_rendered, name, seed, root / "rendered" / f"{name}_seed{seed}", config),
+            partial(bench_rendered, name, seed, folder / f"{name}_seed{seed}", config, noise),
         )
         for name in (tasks if tasks is not None else list_tasks())
         for seed in seeds

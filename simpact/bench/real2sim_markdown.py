@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from simpact.bench.real2sim_report import TARGETS
+from simpact.bench.real2sim_report import RENDERED_KEYS, TARGETS
 from simpact.core.errors import UsageError
 
 __all__ = ["load_baseline", "markdown_report"]
@@ -123,6 +123,7 @@ def markdown_report(
     gone = [key for key in old if key not in new]
     if gone:
         lines += ["", "In the baseline only: " + ", ".join(f"{f} {n}" for f, n in gone)]
+    lines += _development_split(result)
     lines += ["", "## Overlays (the scene rendered from the photo's camera over the photo)", ""]
     for r in result.get("real", []):
         if "error" in r:
@@ -132,3 +133,21 @@ def markdown_report(
             rel = link.relative_to(out) if link.is_relative_to(out) else link
             lines += [f"{r['frame']}:", "", f"![{r['frame']}]({rel})", ""]
     return "\n".join(lines) + "\n"
+
+
+def _development_split(result: Mapping[str, Any]) -> list[str]:
+    """The rendered frames' errors without and with sensor noise (mean / worst over their objects)."""
+    summary = result.get("summary", {})
+    clean, noisy = summary.get("rendered", {}), summary.get("rendered_noisy", {})
+    if not any(noisy.values()):
+        return []
+    lines = ["", "## Development split: rendered frames, exact depth and with sensor noise", ""]
+    lines += ["| per object | exact depth: mean / worst | sensor noise: mean / worst |", "|---|---|---|"]
+    for key in RENDERED_KEYS:
+        worst = "min" if key == "mask_iou" else "max"
+
+        def cell(stats: Mapping[str, float] | None, worst: str = worst) -> str:
+            return "-" if not stats else f"{stats['mean']:.2f} / {stats[worst]:.2f}"
+
+        lines.append(f"| {key} | {cell(clean.get(key))} | {cell(noisy.get(key))} |")
+    return lines

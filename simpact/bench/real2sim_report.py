@@ -36,21 +36,28 @@ def summary_stats(values: list[float]) -> dict[str, float] | None:
     }
 
 
+RENDERED_KEYS = ("position_cm", "rotation_deg", "extent_pct", "mask_iou")
+"""What is measured on each object of a rendered frame (against the rendered scene)."""
+
+
+def _values(records: Sequence[dict[str, Any]], key: str) -> list[float]:
+    return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
+
+
 def summarise(
-    rendered: list[dict[str, Any]], real_frames: list[dict[str, Any]], glass: Sequence[dict[str, Any]] = ()
+    rendered: list[dict[str, Any]],
+    real_frames: list[dict[str, Any]],
+    glass: Sequence[dict[str, Any]] = (),
+    rendered_noisy: Sequence[dict[str, Any]] = (),
 ) -> tuple[dict[str, Any], dict[str, bool | None]]:
-    """The summary statistics of all records (``glass``: :func:`simpact.bench.glass.bench_glass_pair`'s) and
-    which targets they meet."""
-
-    def values(records: list[dict[str, Any]], key: str) -> list[float]:
-        return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
-
+    """The summary statistics of all records (``glass``: :func:`simpact.bench.glass.bench_glass_pair`'s;
+    ``rendered_noisy``: the rendered frames with sensor noise, the development split, no targets) and which
+    targets they meet."""
+    values = _values
     seconds = [r["seconds"] for r in rendered + real_frames if "seconds" in r]
     summary: dict[str, Any] = {
-        "rendered": {
-            key: summary_stats(values(rendered, key))
-            for key in ("position_cm", "rotation_deg", "extent_pct", "mask_iou")
-        },
+        "rendered": {key: summary_stats(values(rendered, key)) for key in RENDERED_KEYS},
+        "rendered_noisy": {key: summary_stats(values(rendered_noisy, key)) for key in RENDERED_KEYS},
         "rendered_found": [
             sum(o["found"] for r in rendered for o in r.get("objects", {}).values()),
             sum(len(r.get("objects", {})) for r in rendered),
@@ -133,7 +140,7 @@ def format_table(result: dict[str, Any]) -> str:
     """One line per object: frame, object, errors."""
     head = f"{'frame':<34} {'object':<18} {'pos cm':>7} {'rot deg':>8} {'ext %':>6} {'IoU':>5} {'s':>5}"
     lines = [f"{head} {'ref':<9} {'pc ext %':>8} {'res mm':>6} {'near mm':>7} verdict"]
-    for r in result["rendered"] + result["real"]:
+    for r in result["rendered"] + result.get("rendered_noisy", []) + result["real"]:
         if "error" in r:
             lines.append(f"{r['frame']:<34} error: {r['error']}")
             continue

@@ -254,7 +254,12 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
     settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real, "baseline": args.baseline}
     with RunRecord.start(out, "bench real2sim", settings) as run:
         finished: list[dict[str, Any]] = []  # each frame's record as it finishes: kept if interrupted
-        sections: dict[str, list[dict[str, Any]]] = {"rendered": [], "real": [], "glass": []}
+        sections: dict[str, list[dict[str, Any]]] = {
+            "rendered": [],
+            "rendered_noisy": [],
+            "real": [],
+            "glass": [],
+        }
 
         def progress(section: str, record: dict[str, Any]) -> None:
             if "error" in record:
@@ -270,7 +275,9 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
                 out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
             )
         except KeyboardInterrupt:  # the report of the frames that finished, marked as such
-            partial = bench_result(sections["rendered"], sections["real"], sections["glass"])
+            partial = bench_result(
+                sections["rendered"], sections["real"], sections["glass"], None, sections["rendered_noisy"]
+            )
             report = markdown_report(partial, out, baseline, str(args.baseline), interrupted=True)
             atomic_write_text(out / "report.md", report)
             raise

@@ -86,6 +86,14 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
         assert o["visible_px"] > 1000
     assert result["targets_met"]["rendered_position_cm"] and result["targets_met"]["rendered_extent_pct"]
     assert "carton" in format_table(result) and result["summary"]["rendered_not_visible"] == []
+    # The development split: the same scene through a depth camera's errors, scored against the scene.
+    (noisy,) = result["rendered_noisy"]
+    assert noisy["frame"] == "non_toppling_push seed 0 (sensor noise)" and set(noisy["objects"]) == {
+        "carton",
+        "blue_box",
+    }
+    assert noisy["objects"] != record["objects"]  # another depth, other errors
+    assert result["summary"]["rendered_noisy"]["position_cm"]["n"] == 2
     if not real:
         assert result["targets_met"]["real_extent_pct"] is None  # not measured, not missed
         pytest.skip("shared data absent (set SIMPACT_SHARED_DATA): real frame part not run")
@@ -314,3 +322,21 @@ def test_the_command_writes_the_report_beside_its_baseline(
     assert main(args) == 0
     report = (tmp_path / "b" / "report.md").read_text()
     assert "6.00 -> **2.20**" in report and f"baseline: `{tmp_path / 'old.json'}`" in report
+
+
+def test_the_report_sets_the_noisy_development_split_beside_the_exact_depth(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+    from simpact.bench.real2sim_report import summarise
+
+    def frame(position_cm: float, iou: float) -> dict[str, object]:
+        obj = {"found": True, "position_cm": position_cm, "rotation_deg": 0.0, "extent_pct": 2.0}
+        return {"frame": "t seed 0", "seconds": 1.0, "objects": {"box": {**obj, "mask_iou": iou}}}
+
+    summary, _ = summarise([frame(0.1, 0.95)], [], [], [frame(1.5, 0.6)])
+    report = markdown_report({"summary": summary, "real": []}, tmp_path)
+    assert "## Development split" in report
+    assert "| position_cm | 0.10 / 0.10 | 1.50 / 1.50 |" in report
+    assert "| mask_iou | 0.95 / 0.95 | 0.60 / 0.60 |" in report  # the worst IoU is the lowest
+    assert "Development split" not in markdown_report(
+        {"summary": summarise([frame(0.1, 0.9)], [])[0]}, tmp_path
+    )
