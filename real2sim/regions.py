@@ -160,7 +160,7 @@ def find_clusters(
                 if found is not None:
                     regions.append(found)
     regions = [r for r in regions if not _in_wall(r[0], pts, valid, T, walls)]
-    kept = _resting(regions, z, min_support)
+    kept = _resting(regions, z, min_support, float(frame.K[0, 0]))
     kept = merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
@@ -328,11 +328,21 @@ class _RegionCheck:
         return _support_fraction(mask, self.pts, self.table.inliers) >= 0.5
 
 
+HIDDEN_GAP_PX = 6
+"""Rows under a region's lower border searched for the nearer region that hides its bottom: the depth camera
+smears the edge between the two into mixed depths that neither region keeps."""
+HIDDEN_MIN_AREA_M2 = 0.0015
+"""Smallest area (m², seen face on at its depth) of a region whose bottom is hidden: a sliver seen between
+two objects is none."""
+
+
 def _resting(
-    regions: list[tuple[np.ndarray, float, float]], z: np.ndarray, min_support: float
+    regions: list[tuple[np.ndarray, float, float]], z: np.ndarray, min_support: float, focal_px: float
 ) -> list[tuple[np.ndarray, float]]:
     """``(mask, top)`` of the regions resting on the table: ``min_support`` of their lower silhouette on it,
-    or their bottom hidden behind such a region nearer the camera (depth ``z``, m)."""
+    or their bottom hidden behind such a region nearer the camera (depth ``z``, m) within
+    :data:`HIDDEN_GAP_PX` rows under it and :data:`HIDDEN_MIN_AREA_M2` large (``focal_px``: the camera's
+    focal length, px)."""
     kept = [(m, top) for m, top, support in regions if support >= min_support]
     near = np.zeros(z.shape, bool)
     for m, _ in kept:
@@ -340,11 +350,15 @@ def _resting(
     for m, top, support in regions:
         if support >= min_support:
             continue
+        lowest = m.copy()  # each column's pixels with no mask pixel right under them
+        lowest[:-1] &= ~m[1:]
         below = np.zeros_like(m)
-        below[2:] = m[:-2] & ~m[1:-1]
-        below |= np.roll(below, 1, axis=0) | np.roll(below, 2, axis=0)
+        for k in range(1, HIDDEN_GAP_PX + 1):
+            below[k:] |= lowest[:-k]
         below &= near & ~m
-        if below.any() and np.median(z[below]) < np.median(z[m]) - 0.01:
+        z_own = float(np.median(z[m]))
+        large = m.sum() * (z_own / focal_px) ** 2 >= HIDDEN_MIN_AREA_M2
+        if large and below.any() and np.median(z[below]) < z_own - 0.01:
             kept.append((m, top))
     return kept
 
