@@ -55,13 +55,17 @@ from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.bench.glass import bench_glass_pair, glass_pairs
 from simpact.bench.real2sim_report import TARGETS, summarise
 from simpact.bench.scoring import extent_error, ground_truth_box, mask_iou, points_extent, pose_errors
-from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise
+from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise, edge_runs
 from simpact.core.jsonio import write_json
 from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
 from solvers.world import make_world
 
 __all__ = ["Progress", "bench_real", "bench_rendered", "bench_result", "run_real2sim_bench"]
+
+
+NOISY_SUFFIX = " (sensor noise)"
+"""Ends the name of a rendered frame seen through the sensor model."""
 
 
 def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
@@ -108,7 +112,8 @@ def bench_rendered(
             entry["kind"] = result.parameters[est].kind
         objects[name] = entry
     return {
-        "frame": f"{task_name} seed {seed}" + (" (sensor noise)" if noise is not None else ""),
+        "frame": f"{task_name} seed {seed}" + (NOISY_SUFFIX if noise is not None else ""),
+        "edge_runs": edge_runs(frame.depth).tolist(),
         "objects": objects,
         "seconds": wall,
         "timings_s": {k: round(v, 4) for k, v in result.timings_s.items()},
@@ -231,6 +236,7 @@ def bench_real(
     annotated = _against_reference_masks(reference_masks(path), result, objects)
     return {
         "frame": relpath,
+        "edge_runs": edge_runs(frame.depth).tolist(),
         **annotated,
         "labelled": bool(result.labels.labels),
         "objects": objects,
@@ -413,9 +419,10 @@ def _rendered_jobs(
 ) -> list[Job]:
     """One job per task (all when ``tasks`` is None) and seed, with ``noise``'s sensor when given."""
     folder = root / ("rendered" if noise is None else "rendered_noisy")
+    suffix = "" if noise is None else NOISY_SUFFIX
     return [
         (
-            f"{name} seed {seed}",
+            f"{name} seed {seed}{suffix}",
             partial(bench_rendered, name, seed, folder / f"{name}_seed{seed}", config, noise),
         )
         for name in (tasks if tasks is not None else list_tasks())

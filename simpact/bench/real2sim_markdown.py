@@ -150,4 +150,18 @@ def _development_split(result: Mapping[str, Any]) -> list[str]:
             return "-" if not stats else f"{stats['mean']:.2f} / {stats[worst]:.2f}"
 
         lines.append(f"| {key} | {cell(clean.get(key))} | {cell(noisy.get(key))} |")
+    runs = summary.get("edge_runs", {})
+    if runs:
+        lines += [
+            "",
+            "How sharp each kind of frame's depth edges are (shares of its steep edges that are runs of",
+        ]
+        lines += [
+            "1 / 2 / 3 / 4+ px; `simpact.bench.sensor_noise.edge_runs`): the model beside the real sensors.",
+            "",
+        ]
+        lines += ["| frames | 1 px | 2 px | 3 px | 4+ px |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {kind} | " + " | ".join(f"{v:.2f}" for v in shares) + " |" for kind, shares in runs.items()
+        ]
     return lines

@@ -3,7 +3,7 @@ meet, and its table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,6 +42,23 @@ RENDERED_KEYS = ("position_cm", "rotation_deg", "extent_pct", "mask_iou")
 
 def _values(records: Sequence[dict[str, Any]], key: str) -> list[float]:
     return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
+
+
+def edge_run_shares(
+    rendered: Mapping[str, Sequence[dict[str, Any]]], real_frames: Sequence[dict[str, Any]]
+) -> dict[str, list[float]]:
+    """Per kind of frame (each set of ``rendered`` records, the real frames by dataset folder): the shares of
+    its steep depth edges that are runs of 1, 2, 3 and 4+ px (:func:`simpact.bench.sensor_noise.edge_runs`,
+    summed over its frames): how much the sensor model smears edges beside the real sensors."""
+    groups: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in rendered.items()}
+    for r in real_frames:
+        groups.setdefault(r["frame"].split("/")[1] if "/" in r["frame"] else r["frame"], []).append(r)
+    shares = {}
+    for kind, records in groups.items():
+        total = np.sum([r["edge_runs"] for r in records if "edge_runs" in r], axis=0)
+        if np.ndim(total) == 1 and total.sum() > 0:
+            shares[kind] = [round(float(v), 3) for v in total / total.sum()]
+    return shares
 
 
 def summarise(
@@ -104,6 +121,9 @@ def summarise(
             },
         },
         "seconds_per_frame": summary_stats(seconds),
+        "edge_runs": edge_run_shares(
+            {"rendered, exact depth": rendered, "rendered, sensor model": rendered_noisy}, real_frames
+        ),
         "glass": {key: summary_stats(values(list(glass), key)) for key in ("extent_pct", "centre_cm")},
     }
 

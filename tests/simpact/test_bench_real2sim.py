@@ -94,6 +94,12 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
     }
     assert noisy["objects"] != record["objects"]  # another depth, other errors
     assert result["summary"]["rendered_noisy"]["position_cm"]["n"] == 2
+    exact, model = (
+        result["summary"]["edge_runs"][k] for k in ("rendered, exact depth", "rendered, sensor model")
+    )
+    assert (
+        sum(exact) == pytest.approx(1.0, abs=0.003) and exact != model
+    )  # how sharp each kind's depth edges are
     if not real:
         assert result["targets_met"]["real_extent_pct"] is None  # not measured, not missed
         pytest.skip("shared data absent (set SIMPACT_SHARED_DATA): real frame part not run")
@@ -332,8 +338,9 @@ def test_the_report_sets_the_noisy_development_split_beside_the_exact_depth(tmp_
         obj = {"found": True, "position_cm": position_cm, "rotation_deg": 0.0, "extent_pct": 2.0}
         return {"frame": "t seed 0", "seconds": 1.0, "objects": {"box": {**obj, "mask_iou": iou}}}
 
-    summary, _ = summarise([frame(0.1, 0.95)], [], [], [frame(1.5, 0.6)])
+    summary, _ = summarise([frame(0.1, 0.95)], [], [], [{**frame(1.5, 0.6), "edge_runs": [6, 1, 1, 0]}])
     report = markdown_report({"summary": summary, "real": []}, tmp_path)
+    assert "| rendered, sensor model | 0.75 | 0.12 | 0.12 | 0.00 |" in report
     assert "## Development split" in report
     assert "| position_cm | 0.10 / 0.10 | 1.50 / 1.50 |" in report
     assert "| mask_iou | 0.95 / 0.95 | 0.60 / 0.60 |" in report  # the worst IoU is the lowest

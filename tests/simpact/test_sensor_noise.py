@@ -45,8 +45,21 @@ def test_the_projector_casts_a_shadow_beside_a_nearer_block() -> None:
 
 def test_edges_are_smeared_between_the_near_and_the_far_surface() -> None:
     clean = _wall_with_a_block()
-    noisy = add_sensor_noise(clean, 0, SensorNoise(axial_base_m=0.0, axial_per_m2=0.0, quant_per_m2=0.0))
+    exact = SensorNoise(smear_px=2.0, axial_base_m=0.0, axial_per_m2=0.0, quant_per_m2=0.0)
+    noisy = add_sensor_noise(clean, 0, exact)
     across = noisy.depth[120, 176:186]  # the block's right edge at column 180, seen by the projector
     mixed = (across > 0.82) & (across < 0.98)
     assert mixed.sum() >= 2  # mixed depths: the raised skirt real frames show around objects
     assert noisy.depth[120, 160] == clean.depth[120, 160] and noisy.depth[120, 230] == clean.depth[120, 230]
+
+
+def test_edge_runs_count_a_sharp_edge_as_one_step_and_a_smeared_one_as_a_run() -> None:
+    from simpact.bench.sensor_noise import edge_runs
+
+    frame = _wall_with_a_block()
+    assert edge_runs(frame.depth).tolist() == [80, 0, 0, 0]  # 40 rows, a step up and a step down each
+    ramp = frame.depth.copy()
+    ramp[100:140, 180:182] = (0.85, 0.93)  # two mixed pixels on the block's right edge: a run of three
+    assert edge_runs(ramp).tolist() == [40, 0, 40, 0]
+    smeared = add_sensor_noise(frame, 0, SensorNoise(smear_px=2.0, axial_base_m=0.0, axial_per_m2=0.0))
+    assert edge_runs(smeared.depth)[3] > 0  # runs of 4 or more: no real frame has many (see the model)
