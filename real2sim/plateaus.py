@@ -1,7 +1,8 @@
 """Top-view tests of the regions :func:`real2sim.regions.find_clusters` finds: a region seen within a larger
-one's outline is part of it (:func:`merge_nested`), a region whose top view is two plateaus is two objects
-side by side (:func:`split_at_height_step`), a region whose top view is two humps of one height is two objects
-lying side by side (:func:`split_at_saddle`)."""
+one's outline is part of it (:func:`merge_nested`), and so is a region of its hue within a round one's
+completed circle (:func:`merge_into_round`: a bowl's front wall cut off at its rim); a region whose top view
+is two plateaus is two objects side by side (:func:`split_at_height_step`), a region whose top view is two
+humps of one height is two objects lying side by side (:func:`split_at_saddle`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.types import TablePlane
 
-__all__ = ["MAX_STEP_CELLS", "merge_nested", "split_at_height_step", "split_at_saddle"]
+__all__ = ["MAX_STEP_CELLS", "merge_into_round", "merge_nested", "split_at_height_step", "split_at_saddle"]
 
 
 def merge_nested(
@@ -44,6 +45,61 @@ def merge_nested(
                 planes = None
             out.append([mask, top, planes])
     return [(m, t) for m, t, _ in out]
+
+
+ROUND_MAX_RESIDUAL = 0.05
+"""Largest residual of a circle through a region's top-view outline, relative to its radius, for it to be
+round (:func:`merge_into_round`)."""
+ROUND_MARGIN = 0.1
+"""How far (a share of the radius) past a round region's circle a part of it may reach."""
+ROUND_SHARE = 0.9
+"""Share of a region's top-view points within that circle for it to be part of the round region."""
+ROUND_HUE = 12.0
+"""Largest distance of two regions' median colours in Lab's a, b (OpenCV's 8-bit scale): of one hue,
+whatever their shading (a bowl's lit inside and its shaded outside differ by 100 in lightness)."""
+
+
+def merge_into_round(
+    regions: list[tuple[np.ndarray, float]],
+    pts: np.ndarray,
+    valid: np.ndarray,
+    table: TablePlane,
+    lab: np.ndarray,
+    near_px: int = 11,
+) -> list[tuple[np.ndarray, float]]:
+    """Merge each region into a larger round one (a bowl, a cup) it touches in the image (within ``near_px``
+    px) when :data:`ROUND_SHARE` of its top-view points lie within that one's circle (fitted to its top-view
+    outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:data:`ROUND_HUE`; ``lab``: the frame's
+    colour in Lab; ``pts`` the camera points (H, W, 3, m), ``valid`` where they were measured). Two objects
+    cannot stand in one footprint: a part in it is the vessel's wall that the
+    depth camera's shadow along the rim cut off, unless it lies in the vessel (then of another hue)."""
+    import cv2
+
+    from real2sim.outline import fit_circle_outline
+
+    T = table.T_world_cam
+    out = sorted(regions, key=lambda r: -int(r[0].sum()))
+    merged = True
+    while merged:
+        merged = False
+        for i, j in [(a, b) for a in range(len(out)) for b in range(a + 1, len(out))]:
+            host, part = out[i][0], out[j][0]
+            near = cv2.dilate(part.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
+            hue = np.linalg.norm(np.median(lab[host][:, 1:], axis=0) - np.median(lab[part][:, 1:], axis=0))
+            if not (near & host).any() or hue > ROUND_HUE:
+                continue
+            xy_host = (pts[host & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
+            xy_part = (pts[part & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
+            if len(xy_host) < 10 or len(xy_part) == 0:
+                continue
+            centre, radius, residual = fit_circle_outline(xy_host)
+            within = np.linalg.norm(xy_part - centre, axis=1) <= (1 + ROUND_MARGIN) * radius
+            if residual <= ROUND_MAX_RESIDUAL and np.mean(within) >= ROUND_SHARE:
+                out[i] = (host | part, max(out[i][1], out[j][1]))
+                del out[j]
+                merged = True
+                break
+    return out
 
 
 MAX_STEP_CELLS = 40_000

@@ -16,7 +16,7 @@ import numpy as np
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
 from real2sim.holes import fill_depth_holes, fill_enclosed
 from real2sim.outline import outline_kind
-from real2sim.plateaus import merge_nested, split_at_height_step, split_at_saddle
+from real2sim.plateaus import merge_into_round, merge_nested, split_at_height_step, split_at_saddle
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, plane_through, ransac_plane
@@ -103,8 +103,10 @@ def find_clusters(
     objects in front of it, not an object.
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
-    (:func:`real2sim.clutter.merge_appendages`). With a calibrated frame, regions within
-    ``robot_base_radius_m`` (m) of the base origin (the robot's mount) are dropped. With ``colour_split``, a
+    (:func:`real2sim.clutter.merge_appendages`), as does, last, a region of a round one's hue within its
+    completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`).
+    With a calibrated frame, regions within ``robot_base_radius_m`` (m) of the base origin (the robot's
+    mount) are dropped. With ``colour_split``, a
     region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
     ``fill_holes``, each region then takes the pixels without depth along its silhouette that have its colour
     (:func:`real2sim.holes.fill_depth_holes`) and the holes it encloses that are not table
@@ -180,6 +182,7 @@ def find_clusters(
         kept = split_regions(kept, ctx)
         stacked = ctx.stacked
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
+    kept = merge_into_round(kept, pts, valid, table, lab)  # last: the gap split parts a vessel's wall too
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
         for m, _ in kept:
