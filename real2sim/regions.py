@@ -13,10 +13,11 @@ import dataclasses
 
 import numpy as np
 
-from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow, table_extent_share
+from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
 from real2sim.holes import fill_depth_holes, fill_enclosed
 from real2sim.outline import outline_kind
 from real2sim.plateaus import merge_into_round, merge_nested, split_at_height_step, split_at_saddle
+from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
 from real2sim.table import camera_points, heights_above_table, plane_through, ransac_plane
@@ -93,10 +94,10 @@ def find_clusters(
     are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
     table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm),
-    unless it stands on the table under that (a brush under the gripper, :meth:`_RegionCheck._stands_below`).
-    Its top must stand ``min_clearance`` times the table's local roughness above it (:func:`table_roughness`):
-    a fold of a cloth or the sensor's noise on a far table rises a few times that, an object far more; and a
-    region lower than :data:`BUMP_TOP_M` must differ from the table's colour (:data:`BUMP_COLOUR`).
+    unless it stands on the table under that (a brush under the gripper). Its top must stand
+    ``min_clearance`` times the table's local roughness above it: a fold of a cloth or the sensor's noise on
+    a far table rises a few times that, an object far more; and a low region of the table's colour must rise
+    from it steeply, or it is a bump of the table (these tests: :class:`real2sim.region_check.RegionCheck`).
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
     what is left without them is checked again (:func:`peel_vertical_planes`), and a region lying in such a
     plane (:data:`WALL_SHARE` of its points within the plane's band) is a piece of that wall cut off by the
@@ -128,7 +129,7 @@ def find_clusters(
     T = table.T_world_cam
     on_table = pts[table.inliers & valid]
     lab = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
-    check = _RegionCheck(
+    check = RegionCheck(
         pts=pts,
         height=height,
         table=table,
@@ -144,6 +145,7 @@ def find_clusters(
         min_on_table=min_on_table,
         min_clearance=min_clearance,
         lab=lab,
+        focal_px=float(frame.K[0, 0]),
         table_lab=np.median(lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
     )
     regions: list[tuple[np.ndarray, float, float]] = []  # mask, top, support fraction
@@ -255,80 +257,6 @@ def _tall_structures(
     tall[np.unique(coarse[:2][candidate[:2]])] = True
     tall[0] = False
     return coarse, tall
-
-
-BUMP_TOP_M = 0.025
-"""A region lower than this (m) and of the table's colour is a bump of the table, not an object on it."""
-BUMP_COLOUR = 12.0
-"""Lab distance (OpenCV's 8-bit scale) from the table's median colour within which a region has its colour."""
-
-
-@dataclasses.dataclass
-class _RegionCheck:
-    """The tests a region must pass to stand on the table (the parameters of :func:`find_clusters`)."""
-
-    pts: np.ndarray
-    height: np.ndarray
-    table: TablePlane
-    near_table: np.ndarray
-    table_world: np.ndarray
-    coarse: np.ndarray
-    tall: np.ndarray
-    min_height_m: float
-    max_height_m: float
-    touch_m: float
-    min_table_ring: float
-    robot_base_radius_m: float
-    min_on_table: float
-    min_clearance: float
-    lab: np.ndarray
-    """(H, W, 3) the frame's colour in Lab (OpenCV's 8-bit scale)."""
-    table_lab: np.ndarray
-    """(3,) the table's median colour in Lab."""
-
-    def __call__(self, mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float] | None:
-        """(mask, top (m), support fraction) of a region that may stand on the table, else None; the
-        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
-        import cv2
-
-        h = self.height[mask]
-        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
-        if top > self.max_height_m:
-            return None
-        ring = (cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0) & self.near_table
-        if ring.sum() and self.table.inliers[ring].mean() < self.min_table_ring:
-            return None
-        if not peeled and self.tall[self.coarse[mask]].mean() > 0.5 and not self._stands_below(mask, low):
-            return None  # part of the robot arm or another tall structure
-        if peeled and mask[:2].any():  # leaves the image at its top
-            return None
-        T = self.table.T_world_cam
-        p_world = self.pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
-        robot_base = self.table.world_frame == "T_base_cam"
-        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < self.robot_base_radius_m:
-            return None
-        if table_extent_share(p_world, self.table_world) < self.min_on_table:  # beyond the table (a chair)
-            return None
-        if top < self.min_clearance * table_roughness(mask, self.height, self.near_table, self.min_height_m):
-            return None  # a fold or noise of the table, not an object
-        if top < BUMP_TOP_M and self._table_coloured(mask, ring & ~mask & self.table.inliers):
-            return None  # a bump of the table (its warp, mixed depth at an object's foot)
-        support = _support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
-        return mask, top, support
-
-    def _table_coloured(self, mask: np.ndarray, table_ring: np.ndarray) -> bool:
-        """Whether ``mask`` has the colour of the table around it (of the whole table where too little of it
-        is seen around): a white cloth's highlights and shades differ more from each other than from it."""
-        near = np.median(self.lab[table_ring], axis=0) if table_ring.sum() >= 20 else self.table_lab
-        return bool(np.linalg.norm(np.median(self.lab[mask], axis=0) - near) < BUMP_COLOUR)
-
-    def _stands_below(self, mask: np.ndarray, low: float) -> bool:
-        """Whether a region within a tall structure is an object on the table under it (a brush under the
-        gripper): its foot on the table, half its silhouette's lower border on the table, and not leaving the
-        image at its top (a wall behind the table)."""
-        if low > self.touch_m or mask[:2].any():
-            return False
-        return _support_fraction(mask, self.pts, self.table.inliers) >= 0.5
 
 
 HIDDEN_GAP_PX = 6
@@ -470,46 +398,3 @@ def peel_vertical_planes(
     opened = cv2.morphologyEx(left, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
     count, parts, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=4)
     return [parts == k for k in range(1, count) if stats[k, cv2.CC_STAT_AREA] >= min_pixels]
-
-
-ROUGHNESS_PX = 15
-"""How far (px) around a region the table's roughness is measured."""
-
-
-def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray, band_m: float) -> float:
-    """The median absolute height (m) above the table plane of the ``near_table`` pixels (measured, not
-    standing on it) within :data:`ROUGHNESS_PX` of ``mask`` and within ``band_m`` of the plane: how much the
-    table itself (its folds, the sensor's noise at that range) departs from the plane there; 0 if none."""
-    import cv2
-
-    rows, cols = np.nonzero(mask)
-    r = ROUGHNESS_PX
-    r0, r1 = max(rows.min() - r, 0), rows.max() + r + 1
-    c0, c1 = max(cols.min() - r, 0), cols.max() + r + 1
-    sub = mask[r0:r1, c0:c1].astype(np.uint8)
-    ring = (cv2.dilate(sub, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0) & near_table[r0:r1, c0:c1]
-    h = np.abs(height[r0:r1, c0:c1][ring])
-    h = h[h < band_m]
-    return float(np.median(h)) if len(h) else 0.0
-
-
-def _support_fraction(
-    mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
-) -> float:
-    """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
-    point is within ``max_gap_m`` (m)."""
-    bottom = mask.copy()
-    bottom[:-1] &= ~mask[1:]
-    rows, cols = np.nonzero(bottom)
-    if len(rows) == 0:
-        return 0.0
-    n_rows = mask.shape[0]
-    supported = np.zeros(len(rows), bool)
-    resolved = np.zeros(len(rows), bool)
-    for k in range(1, reach_px + 1):
-        r = np.minimum(rows + k, n_rows - 1)
-        hit = ~resolved & (rows + k < n_rows) & table_px[r, cols]
-        gap = np.linalg.norm(pts[r, cols] - pts[rows, cols], axis=1)
-        supported |= hit & (gap < max_gap_m)
-        resolved |= hit
-    return float(supported.mean())

@@ -203,7 +203,9 @@ def test_a_low_bump_of_the_table_s_colour_is_no_object_but_a_low_object_of_anoth
     """UOIS 0007 and 0008: slivers 1.2-2.2 cm high of the table's own colour (mixed depth at a mug's foot,
     the warped far edge of the table) were objects, simulated as obstacles. A low region of the table's
     colour is now a bump of the table, also where the table around it is lighter than elsewhere; a red one as
-    low is still an object."""
+    low is still an object. The bump here rises from the table in two steps of 9 mm (a 1.8 cm block on an
+    8 cm plate), not one steep side: a low object of the table's colour with sides is an object (the dough,
+    below)."""
     import trimesh
 
     from real2sim.regions import find_clusters
@@ -213,9 +215,12 @@ def test_a_low_bump_of_the_table_s_colour_is_no_object_but_a_low_object_of_anoth
 
     table = trimesh.creation.box([1.2, 1.2, 0.02])
     table.apply_translation([0.0, 0.0, -0.01])
-    slab = trimesh.creation.box([0.06, 0.06, 0.018])
-    slab.apply_translation([0.0, 0.0, 0.009])
-    frame = cast_frame([table, slab], np.array([-0.6, 0.0, 0.5]), np.array([0.0, 0.0, 0.0]))
+    plate = trimesh.creation.box([0.08, 0.08, 0.009])
+    plate.apply_translation([0.0, 0.0, 0.0045])
+    block = trimesh.creation.box([0.04, 0.04, 0.018])
+    block.apply_translation([0.0, 0.0, 0.009])
+    bump = trimesh.util.concatenate([plate, block])
+    frame = cast_frame([table, bump], np.array([-0.6, 0.0, 0.5]), np.array([0.0, 0.0, 0.0]))
     assert frame.masks is not None
     assert find_clusters(frame, fit_table(frame)) == []  # grey on grey: the table's colour
     # in a highlight of a white cloth (ClearGrasp 153): brighter than the table as a whole, not than around it
@@ -314,3 +319,17 @@ def test_only_a_part_of_the_round_regions_hue_within_its_circle_joins_it() -> No
     pts[32:40, 20:80, 1] = -0.12  # outside the circle: a box before the bowl stays an object
     lab[front] = 128.0
     assert len(merge_into_round([(ring, 0.05), (front, 0.05)], pts, valid, table, lab)) == 2
+
+
+def test_a_low_object_of_the_tables_colour_with_steep_sides_is_no_bump() -> None:
+    """shape_dough seed 1: the beige dough (2.1 cm tall) on the wooden table was dropped as a bump of the
+    table (low and of its colour); its sides rise from the table far more steeply than a warp's."""
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+    from simpact.tasks import load_task
+    from solvers.world import make_world
+
+    frame = make_world(load_task("shape_dough").scene(1)).render()
+    truth = frame.masks == {n: i for i, n in frame.mask_names.items()}["dough"]
+    clusters = find_clusters(frame, fit_table(frame))
+    assert len(clusters) == 1 and int((clusters[0].mask & truth).sum()) / int(truth.sum()) > 0.8

@@ -1,0 +1,168 @@
+"""Whether a region of pixels above the table may be an object standing on it (:class:`RegionCheck`, the
+tests of :func:`real2sim.regions.find_clusters`): not too tall (the robot arm), surrounded by table, on the
+table's extent (not a chair behind it), standing clear of the table's own roughness (:func:`table_roughness`),
+not a bump of the table, and how much of its lower silhouette rests on the table (:func:`support_fraction`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from real2sim.clutter import table_extent_share
+from real2sim.types import TablePlane
+
+__all__ = [
+    "BUMP_COLOUR",
+    "BUMP_SLOPE",
+    "BUMP_TOP_M",
+    "ROUGHNESS_PX",
+    "RegionCheck",
+    "support_fraction",
+    "table_roughness",
+]
+
+BUMP_TOP_M = 0.025
+"""A region lower than this (m) and of the table's colour is a bump of the table, not an object on it."""
+BUMP_SLOPE = 1.0
+"""A low region of the table's colour that rises from the table more steeply than this (rise over run) is an
+object, not a bump."""
+BUMP_COLOUR = 12.0
+"""Lab distance (OpenCV's 8-bit scale) from the table's median colour within which a region has its colour."""
+
+
+@dataclasses.dataclass
+class RegionCheck:
+    """The tests a region must pass to stand on the table (the parameters of :func:`find_clusters`)."""
+
+    pts: np.ndarray
+    height: np.ndarray
+    table: TablePlane
+    near_table: np.ndarray
+    table_world: np.ndarray
+    coarse: np.ndarray
+    tall: np.ndarray
+    min_height_m: float
+    max_height_m: float
+    touch_m: float
+    min_table_ring: float
+    robot_base_radius_m: float
+    min_on_table: float
+    min_clearance: float
+    lab: np.ndarray
+    """(H, W, 3) the frame's colour in Lab (OpenCV's 8-bit scale)."""
+    focal_px: float
+    """The camera's focal length (px)."""
+    table_lab: np.ndarray
+    """(3,) the table's median colour in Lab."""
+
+    def __call__(self, mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float] | None:
+        """(mask, top (m), support fraction) of a region that may stand on the table, else None; the
+        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
+        import cv2
+
+        h = self.height[mask]
+        low, top = float(np.percentile(h, 2)), float(np.percentile(h, 98))
+        if top > self.max_height_m:
+            return None
+        ring = (cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0) & self.near_table
+        if ring.sum() and self.table.inliers[ring].mean() < self.min_table_ring:
+            return None
+        if not peeled and self.tall[self.coarse[mask]].mean() > 0.5 and not self._stands_below(mask, low):
+            return None  # part of the robot arm or another tall structure
+        if peeled and mask[:2].any():  # leaves the image at its top
+            return None
+        T = self.table.T_world_cam
+        p_world = self.pts[mask][:: max(1, int(mask.sum()) // 500)] @ T[:3, :3].T + T[:3, 3]
+        robot_base = self.table.world_frame == "T_base_cam"
+        if robot_base and np.median(np.linalg.norm(p_world[:, :2], axis=1)) < self.robot_base_radius_m:
+            return None
+        if table_extent_share(p_world, self.table_world) < self.min_on_table:  # beyond the table (a chair)
+            return None
+        if top < self.min_clearance * table_roughness(mask, self.height, self.near_table, self.min_height_m):
+            return None  # a fold or noise of the table, not an object
+        bump = top < BUMP_TOP_M and self._table_coloured(mask, ring & ~mask & self.table.inliers)
+        if bump and not self._steep_sided(mask):
+            return None  # a bump of the table (its warp, mixed depth at an object's foot)
+        support = support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
+        return mask, top, support
+
+    def _table_coloured(self, mask: np.ndarray, table_ring: np.ndarray) -> bool:
+        """Whether ``mask`` has the colour of the table around it (of the whole table where too little of it
+        is seen around): a white cloth's highlights and shades differ more from each other than from it."""
+        near = np.median(self.lab[table_ring], axis=0) if table_ring.sum() >= 20 else self.table_lab
+        return bool(np.linalg.norm(np.median(self.lab[mask], axis=0) - near) < BUMP_COLOUR)
+
+    def _steep_sided(self, mask: np.ndarray) -> bool:
+        """Whether ``mask`` rises from the table around it more steeply than :data:`BUMP_SLOPE` (median over
+        its border with the table, from the table 2-5 px outside to the region 3-6 px inside): an object of
+        the table's colour (beige dough on a wooden table) has sides, a warp of the table or the mixed depth
+        at an object's foot a gentle slope."""
+        import cv2
+
+        m = mask.astype(np.uint8)
+        inner = (cv2.erode(m, np.ones((7, 7), np.uint8)) > 0) & ~(
+            cv2.erode(m, np.ones((13, 13), np.uint8)) > 0
+        )
+        outer = (cv2.dilate(m, np.ones((11, 11), np.uint8)) > 0) & ~(
+            cv2.dilate(m, np.ones((5, 5), np.uint8)) > 0
+        )
+        outer &= self.near_table
+        if inner.sum() < 10 or outer.sum() < 10:
+            return False
+        rise = float(np.median(self.height[inner]) - np.median(self.height[outer]))
+        z = float(np.median(self.pts[mask][:, 2]))
+        run = 8 * z / self.focal_px  # from 3.5 px outside to 4.5 px inside (m)
+        return rise / run > BUMP_SLOPE
+
+    def _stands_below(self, mask: np.ndarray, low: float) -> bool:
+        """Whether a region within a tall structure is an object on the table under it (a brush under the
+        gripper): its foot on the table, half its silhouette's lower border on the table, and not leaving the
+        image at its top (a wall behind the table)."""
+        if low > self.touch_m or mask[:2].any():
+            return False
+        return support_fraction(mask, self.pts, self.table.inliers) >= 0.5
+
+
+ROUGHNESS_PX = 15
+"""How far (px) around a region the table's roughness is measured."""
+
+
+def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray, band_m: float) -> float:
+    """The median absolute height (m) above the table plane of the ``near_table`` pixels (measured, not
+    standing on it) within :data:`ROUGHNESS_PX` of ``mask`` and within ``band_m`` of the plane: how much the
+    table itself (its folds, the sensor's noise at that range) departs from the plane there; 0 if none."""
+    import cv2
+
+    rows, cols = np.nonzero(mask)
+    r = ROUGHNESS_PX
+    r0, r1 = max(rows.min() - r, 0), rows.max() + r + 1
+    c0, c1 = max(cols.min() - r, 0), cols.max() + r + 1
+    sub = mask[r0:r1, c0:c1].astype(np.uint8)
+    ring = (cv2.dilate(sub, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0) & near_table[r0:r1, c0:c1]
+    h = np.abs(height[r0:r1, c0:c1][ring])
+    h = h[h < band_m]
+    return float(np.median(h)) if len(h) else 0.0
+
+
+def support_fraction(
+    mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
+) -> float:
+    """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
+    point is within ``max_gap_m`` (m)."""
+    bottom = mask.copy()
+    bottom[:-1] &= ~mask[1:]
+    rows, cols = np.nonzero(bottom)
+    if len(rows) == 0:
+        return 0.0
+    n_rows = mask.shape[0]
+    supported = np.zeros(len(rows), bool)
+    resolved = np.zeros(len(rows), bool)
+    for k in range(1, reach_px + 1):
+        r = np.minimum(rows + k, n_rows - 1)
+        hit = ~resolved & (rows + k < n_rows) & table_px[r, cols]
+        gap = np.linalg.norm(pts[r, cols] - pts[rows, cols], axis=1)
+        supported |= hit & (gap < max_gap_m)
+        resolved |= hit
+    return float(supported.mean())
