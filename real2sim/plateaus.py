@@ -12,6 +12,7 @@ import numpy as np
 from scipy.ndimage import distance_transform_edt
 from scipy.spatial import ConvexHull, QhullError
 
+from real2sim.outline import fit_circle_outline
 from real2sim.types import TablePlane
 
 __all__ = ["MAX_STEP_CELLS", "merge_into_round", "merge_nested", "split_at_height_step", "split_at_saddle"]
@@ -74,8 +75,6 @@ def merge_into_round(
     cannot stand in one footprint: a part in it is the vessel's wall that the
     depth camera's shadow along the rim cut off, unless it lies in the vessel (then of another hue)."""
     import cv2
-
-    from real2sim.outline import fit_circle_outline
 
     T = table.T_world_cam
     out = sorted(regions, key=lambda r: -int(r[0].sum()))
