@@ -57,7 +57,7 @@ ROUND_SHARE = 0.9
 """Share of a region's top-view points within that circle for it to be part of the round region."""
 ROUND_HUE = 12.0
 """Largest distance of two regions' median colours in Lab's a, b (OpenCV's 8-bit scale): of one hue,
-whatever their shading (a bowl's lit inside and its shaded outside differ by 100 in lightness)."""
+whatever their shading (lightness is left out: a bowl's lit inside and shaded outside differ most in it)."""
 
 
 def merge_into_round(
@@ -72,8 +72,8 @@ def merge_into_round(
     px) when :data:`ROUND_SHARE` of its top-view points lie within that one's circle (fitted to its top-view
     outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:data:`ROUND_HUE`; ``lab``: the frame's
     colour in Lab; ``pts`` the camera points (H, W, 3, m), ``valid`` where they were measured). Two objects
-    cannot stand in one footprint: a part in it is the vessel's wall that the
-    depth camera's shadow along the rim cut off, unless it lies in the vessel (then of another hue)."""
+    cannot stand in one footprint: a part in it is the vessel's wall that the depth camera's shadow along the
+    rim cut off, unless it lies in the vessel (then of another hue)."""
     import cv2
 
     T = table.T_world_cam

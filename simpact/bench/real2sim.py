@@ -336,8 +336,8 @@ def run_real2sim_bench(
 ) -> dict[str, Any]:
     """Score real2sim on rendered task frames and the real frames (``real_frames``: paths relative to the
     shared data folder; default every frame found under its ``rgbd``); write ``out/result.json``.
-    ``progress(section, record)`` gets each frame's record as it finishes (section: ``rendered``, ``real``
-    or ``glass``)."""
+    ``progress(section, record)`` gets each frame's record as it finishes (section: ``rendered``,
+    ``rendered_noisy``, ``real`` or ``glass``)."""
     config = config or Real2SimConfig()
     root = Path(out)
     root.mkdir(parents=True, exist_ok=True)
@@ -388,7 +388,8 @@ def bench_result(
 Job = tuple[str, Callable[[], dict[str, Any]]]
 """A frame's name and the call that benchmarks it."""
 Progress = Callable[[str, dict[str, Any]], None]
-"""Called with the section (``rendered``, ``real``, ``glass``) and a frame's record as it finishes."""
+"""Called with the section (``rendered``, ``rendered_noisy``, ``real``, ``glass``) and a frame's record as it
+finishes."""
 
 
 def _run_jobs(section: str, jobs: Iterable[Job], progress: Progress | None) -> list[dict[str, Any]]:
