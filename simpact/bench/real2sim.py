@@ -110,6 +110,10 @@ def bench_rendered(
                 pose_errors(g.position, g.quaternion, g.extent, gt_centre, gt_R, gt_extent, symmetry)
             )
             entry["kind"] = result.parameters[est].kind
+            fit = result.fit.get("objects", {}).get(est)
+            if fit is not None:  # the score real2sim gives itself, no ground truth: set beside the truth
+                entry["verdict"] = fit["verdict"]
+                entry["fit_iou"] = fit["iou"]
         objects[name] = entry
     return {
         "frame": f"{task_name} seed {seed}" + (NOISY_SUFFIX if noise is not None else ""),

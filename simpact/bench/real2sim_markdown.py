@@ -150,6 +150,19 @@ def _development_split(result: Mapping[str, Any]) -> list[str]:
             return "-" if not stats else f"{stats['mean']:.2f} / {stats[worst]:.2f}"
 
         lines.append(f"| {key} | {cell(clean.get(key))} | {cell(noisy.get(key))} |")
+    against = summary.get("verdicts_vs_truth", {})
+    if any(against.values()):
+        lines += [
+            "",
+            "The fit verdict real2sim gives itself (no ground truth) against the rendered scene: objects",
+        ]
+        lines += ["with each verdict, and how many of them are wrong (extent > 10 % or position > 1 cm).", ""]
+        lines += ["| frames | verdict | objects | wrong |", "|---|---|---|---|"]
+        for kind, verdicts in against.items():
+            for v in ("good", "check", "poor"):
+                if v in verdicts:
+                    n, wrong = verdicts[v]
+                    lines.append(f"| {kind} | {v} | {n} | {wrong} ({wrong / n:.0%}) |")
     runs = summary.get("edge_runs", {})
     if runs:
         lines += [

@@ -44,6 +44,25 @@ def _values(records: Sequence[dict[str, Any]], key: str) -> list[float]:
     return [o[key] for r in records for o in r.get("objects", {}).values() if key in o]
 
 
+WRONG = {"extent_pct": 10.0, "position_cm": 1.0}
+"""A rendered object is wrong when its extent or position error exceeds these (the rendered targets)."""
+
+
+def verdicts_vs_truth(records: Sequence[dict[str, Any]]) -> dict[str, list[int]]:
+    """Per fit verdict real2sim gave itself without ground truth (:mod:`real2sim.fitscore`): how many
+    rendered objects got it and how many of those are :data:`WRONG` by the rendered scene; whether the
+    verdict flags the wrong fits."""
+    out: dict[str, list[int]] = {}
+    for r in records:
+        for o in r.get("objects", {}).values():
+            if "verdict" in o:
+                wrong = any(o.get(k, 0.0) > limit for k, limit in WRONG.items())
+                counts = out.setdefault(o["verdict"], [0, 0])
+                counts[0] += 1
+                counts[1] += int(wrong)
+    return out
+
+
 def edge_run_shares(
     rendered: Mapping[str, Sequence[dict[str, Any]]], real_frames: Sequence[dict[str, Any]]
 ) -> dict[str, list[float]]:
@@ -121,6 +140,10 @@ def summarise(
             },
         },
         "seconds_per_frame": summary_stats(seconds),
+        "verdicts_vs_truth": {
+            "rendered, exact depth": verdicts_vs_truth(rendered),
+            "rendered, sensor model": verdicts_vs_truth(rendered_noisy),
+        },
         "edge_runs": edge_run_shares(
             {"rendered, exact depth": rendered, "rendered, sensor model": rendered_noisy}, real_frames
         ),

@@ -94,6 +94,7 @@ def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
     }
     assert noisy["objects"] != record["objects"]  # another depth, other errors
     assert result["summary"]["rendered_noisy"]["position_cm"]["n"] == 2
+    assert {o["verdict"] for o in record["objects"].values()} <= {"good", "check", "poor"}  # its own score
     exact, model = (
         result["summary"]["edge_runs"][k] for k in ("rendered, exact depth", "rendered, sensor model")
     )
@@ -341,9 +342,33 @@ def test_the_report_sets_the_noisy_development_split_beside_the_exact_depth(tmp_
     summary, _ = summarise([frame(0.1, 0.95)], [], [], [{**frame(1.5, 0.6), "edge_runs": [6, 1, 1, 0]}])
     report = markdown_report({"summary": summary, "real": []}, tmp_path)
     assert "| rendered, sensor model | 0.75 | 0.12 | 0.12 | 0.00 |" in report
+    assert "The fit verdict" not in report  # no object carries one
     assert "## Development split" in report
     assert "| position_cm | 0.10 / 0.10 | 1.50 / 1.50 |" in report
     assert "| mask_iou | 0.95 / 0.95 | 0.60 / 0.60 |" in report  # the worst IoU is the lowest
     assert "Development split" not in markdown_report(
         {"summary": summarise([frame(0.1, 0.9)], [])[0]}, tmp_path
     )
+
+
+def test_the_fit_verdict_is_set_beside_the_rendered_truth(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+    from simpact.bench.real2sim_report import summarise, verdicts_vs_truth
+
+    def obj(verdict: str, extent_pct: float, position_cm: float) -> dict[str, object]:
+        return {"found": True, "verdict": verdict, "extent_pct": extent_pct, "position_cm": position_cm}
+
+    frame = {
+        "frame": "t seed 0",
+        "objects": {
+            "a": obj("good", 2.0, 0.1),
+            "b": obj("good", 12.0, 0.1),  # wrong by its extent
+            "c": obj("poor", 3.0, 1.5),  # wrong by its position
+            "d": {"found": False},  # not found: no verdict, not counted
+        },
+    }
+    assert verdicts_vs_truth([frame]) == {"good": [2, 1], "poor": [1, 1]}
+    summary, _ = summarise([], [], [], [frame])
+    report = markdown_report({"summary": summary, "real": []}, tmp_path)
+    assert "| rendered, sensor model | good | 2 | 1 (50%) |" in report
+    assert "| rendered, sensor model | poor | 1 | 1 (100%) |" in report
