@@ -480,7 +480,11 @@ def _add_audit(bench: Any) -> None:
 
 
 def _add_real2sim(bench: Any) -> None:
-    p = bench.add_parser("real2sim", help="real2sim accuracy on rendered task frames and the real frames")
+    p = bench.add_parser(
+        "real2sim",
+        help="real2sim accuracy on rendered task frames (exact depth and through a depth camera model: the "
+        "development split) and the real frames",
+    )
     p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
     p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
     p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
