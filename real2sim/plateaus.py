@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.ndimage import distance_transform_edt
+from scipy.ndimage import binary_dilation, distance_transform_edt
 from scipy.spatial import ConvexHull, QhullError
 
 from real2sim.outline import fit_circle_outline
@@ -213,7 +213,9 @@ def split_at_saddle(
     line = np.unique(np.rint(ends[0] + np.outer(steps, ends[1] - ends[0])).astype(np.intp), axis=0)
     between = (comp[line[:, 0], line[:, 1]] != a) & (comp[line[:, 0], line[:, 1]] != b)
     on_line = H[line[:, 0], line[:, 1]][between]
-    seen = np.isfinite(on_line)
+    # Seen, and not beside an unseen cell: at the edge of an occluder's shadow the depth is its edge's.
+    clear = ~binary_dilation(~np.isfinite(H), np.ones((3, 3), bool))[line[:, 0], line[:, 1]][between]
+    seen = np.isfinite(on_line) & clear
     if not seen.any() or np.mean(seen) < min_seen:
         return whole
     humps = min(float(np.median(H[comp == k])) for k in (a, b))
