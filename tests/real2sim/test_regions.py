@@ -333,3 +333,23 @@ def test_a_low_object_of_the_tables_colour_with_steep_sides_is_no_bump() -> None
     truth = frame.masks == {n: i for i, n in frame.mask_names.items()}["dough"]
     clusters = find_clusters(frame, fit_table(frame))
     assert len(clusters) == 1 and int((clusters[0].mask & truth).sum()) / int(truth.sum()) > 0.8
+
+
+def test_a_dip_at_the_edge_of_a_shadow_does_not_split_an_object() -> None:
+    """sweeping_sand through the depth camera model: the gripper's shadow falls across the brush, and the
+    cells at its edge read low (the depth there is the shadow edge's); the saddle test took that for a dip
+    between two objects and split the brush in two (mask IoU 0.41, extent 45 %, 3.7 cm off)."""
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+    from simpact.bench.sensor_noise import add_sensor_noise
+    from simpact.tasks import load_task
+    from solvers.world import make_world
+
+    frame = make_world(load_task("sweeping_sand").scene(0)).render()
+    brush = frame.masks == {n: i for i, n in frame.mask_names.items()}["brush"]
+    noisy = add_sensor_noise(frame, 0)
+    best = max(
+        int((c.mask & brush).sum()) / int((c.mask | brush).sum())
+        for c in find_clusters(noisy, fit_table(noisy))
+    )
+    assert best > 0.75, best
