@@ -47,7 +47,7 @@ from real2sim.particles import Particles, fill_particles
 from real2sim.perception import perceive
 from real2sim.physics import estimate_physics
 from real2sim.placement import ROBOT_REACH_X, place_objects, robot_facing_transform, transformed
-from real2sim.pose import POSE_BACKENDS, PoseError, foundationpose_dir
+from real2sim.pose import foundationpose_dir, pose_backend
 from real2sim.result import Real2SimConfig, Real2SimResult
 from real2sim.scene_files import (
     cache_convex_parts,
@@ -57,8 +57,8 @@ from real2sim.scene_files import (
     load_scene,
     robot_start_above,
 )
-from real2sim.segment import SEGMENTERS, SegmentationError, grounded_sam2_settings
-from real2sim.shape import SHAPE_BACKENDS, ShapeError, hunyuan3d_path
+from real2sim.segment import grounded_sam2_settings, segmenter
+from real2sim.shape import hunyuan3d_path, shape_backend
 from real2sim.types import ObjectGeometry, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
@@ -86,14 +86,9 @@ DEFAULT_CONFIG = Real2SimConfig()
 def check_backends(config: Real2SimConfig) -> None:
     """Raise, before any work, the error of a back-end ``config`` names that does not exist or whose local
     weights are not set (the learned ones run from local files only, never downloaded)."""
-    if config.segmenter not in SEGMENTERS:
-        raise SegmentationError(
-            f"unknown segmenter {config.segmenter!r}; expected one of {sorted(SEGMENTERS)}"
-        )
-    if config.shape not in SHAPE_BACKENDS:
-        raise ShapeError(f"unknown shape back-end {config.shape!r}; expected one of {sorted(SHAPE_BACKENDS)}")
-    if config.pose not in POSE_BACKENDS:
-        raise PoseError(f"unknown pose back-end {config.pose!r}; expected one of {sorted(POSE_BACKENDS)}")
+    segmenter(config.segmenter)
+    shape_backend(config.shape)
+    pose_backend(config.pose)
     if config.segmenter == "grounded_sam2":
         grounded_sam2_settings()
     if config.shape == "hunyuan3d":

@@ -31,6 +31,7 @@ __all__ = [
     "PoseEstimate",
     "estimate_pose",
     "foundationpose_dir",
+    "pose_backend",
     "surface_rmse",
 ]
 
@@ -218,6 +219,13 @@ def _foundationpose(
 POSE_BACKENDS: dict[str, Callable[..., PoseEstimate]] = {"icp": _icp, "foundationpose": _foundationpose}
 
 
+def pose_backend(name: str) -> Callable[..., PoseEstimate]:
+    """The pose back-end called ``name``; a :class:`PoseError` naming the known ones if there is none."""
+    if name not in POSE_BACKENDS:
+        raise PoseError(f"unknown pose back-end {name!r}; expected one of {sorted(POSE_BACKENDS)}")
+    return POSE_BACKENDS[name]
+
+
 def estimate_pose(
     mesh: trimesh.Trimesh, points_world: np.ndarray, backend: str = "icp", **options: Any
 ) -> PoseEstimate:
@@ -226,9 +234,8 @@ def estimate_pose(
     ``icp`` options: ``init`` (4x4 starting pose), ``symmetry``, ``upright`` (default True),
     ``max_distance_m``; ``foundationpose``: ``frame``, ``mask``, ``T_world_cam``, ``repo``.
     """
-    if backend not in POSE_BACKENDS:
-        raise PoseError(f"unknown pose back-end {backend!r}; expected one of {sorted(POSE_BACKENDS)}")
+    estimate = pose_backend(backend)
     pts = np.asarray(points_world, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] != 3 or len(pts) < 3:
         raise PoseError(f"pose estimation needs (N >= 3, 3) points, got shape {pts.shape}")
-    return POSE_BACKENDS[backend](mesh, pts, **options)
+    return estimate(mesh, pts, **options)

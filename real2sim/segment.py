@@ -48,6 +48,7 @@ __all__ = [
     "find_clusters",
     "grounded_sam2_settings",
     "segment",
+    "segmenter",
 ]
 
 
@@ -382,6 +383,13 @@ SEGMENTERS: dict[str, Callable[..., list[Segment]]] = {
 }
 
 
+def segmenter(name: str) -> Callable[..., list[Segment]]:
+    """The segmenter called ``name``; a :class:`SegmentationError` naming the known ones if there is none."""
+    if name not in SEGMENTERS:
+        raise SegmentationError(f"unknown segmenter {name!r}; expected one of {sorted(SEGMENTERS)}")
+    return SEGMENTERS[name]
+
+
 def segment(
     frame: Frame,
     table: TablePlane,
@@ -399,10 +407,9 @@ def segment(
     ``geometric`` back-end appends the masks of regions no label matched to ``unlabelled`` when given; each
     segment's ``score`` is its match confidence.
     """
-    if backend not in SEGMENTERS:
-        raise SegmentationError(f"unknown segmenter {backend!r}; expected one of {sorted(SEGMENTERS)}")
+    run = segmenter(backend)
     if backend == "geometric":
         return _segment_geometric(frame, table, labels, assign=assign, unlabelled=unlabelled, **options)
     if assign is not None:
         raise SegmentationError(f"assign applies to the 'geometric' segmenter, not {backend!r}")
-    return SEGMENTERS[backend](frame, table, labels, **options)
+    return run(frame, table, labels, **options)

@@ -54,6 +54,7 @@ __all__ = [
     "hunyuan3d_path",
     "kind_from_label",
     "scale_and_centre",
+    "shape_backend",
 ]
 
 BOX_WORDS = frozenset(
@@ -444,6 +445,13 @@ def _hunyuan3d(
 SHAPE_BACKENDS: dict[str, Callable[..., Shape]] = {"geometric": _geometric, "hunyuan3d": _hunyuan3d}
 
 
+def shape_backend(name: str) -> Callable[..., Shape]:
+    """The shape back-end called ``name``; a :class:`ShapeError` naming the known ones if there is none."""
+    if name not in SHAPE_BACKENDS:
+        raise ShapeError(f"unknown shape back-end {name!r}; expected one of {sorted(SHAPE_BACKENDS)}")
+    return SHAPE_BACKENDS[name]
+
+
 def complete_shape(
     points_world: np.ndarray, label: str = "", backend: str = "geometric", **options: Any
 ) -> Shape:
@@ -451,9 +459,8 @@ def complete_shape(
     z = 0) with the back-end ``backend``; ``options`` go to the back-end (``geometric``: ``kind``,
     ``view_dir_xy``, ``voxel_m``, ``pad_m`` (m added to each side of the outline: the silhouette pixels lost
     to mask erosion); ``hunyuan3d``: ``rgb``, ``mask``, ``model_path``, ``device``)."""
-    if backend not in SHAPE_BACKENDS:
-        raise ShapeError(f"unknown shape back-end {backend!r}; expected one of {sorted(SHAPE_BACKENDS)}")
+    complete = shape_backend(backend)
     pts = np.asarray(points_world, dtype=np.float64)
     if pts.ndim != 2 or pts.shape[1] != 3 or not np.isfinite(pts).all():
         raise ShapeError(f"object {label!r}: points must be a finite (N, 3) array, got shape {pts.shape}")
-    return SHAPE_BACKENDS[backend](pts, label, **options)
+    return complete(pts, label, **options)
