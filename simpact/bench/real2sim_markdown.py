@@ -100,7 +100,7 @@ def markdown_report(
     new = _objects(result)
     lines = ["# bench real2sim", ""]
     if interrupted:
-        done = sum(len(result.get(k, [])) for k in ("rendered", "real", "glass"))
+        done = sum(len(result.get(k, [])) for k in ("rendered", "rendered_noisy", "real", "glass"))
         lines += [f"**Interrupted** after {done} frames: every value below covers those frames only.", ""]
     if baseline is not None:
         lines += [f"Values: baseline -> **this run** (baseline: `{baseline_name}`).", ""]

@@ -238,16 +238,21 @@ def test_an_interrupted_bench_keeps_the_frames_it_finished(
         finished = _bench_result(Path(out), 2.2, "good")["real"][0]
         progress("real", finished)
         progress("real", {"frame": "rgbd/b.png", "error": "ValueError: bad depth"})
+        progress("rendered_noisy", {"frame": "t seed 0 (sensor noise)", "seconds": 0.5, "objects": {}})
         raise KeyboardInterrupt
 
     monkeypatch.setattr(bench_cli, "run_real2sim_bench", two_frames_then_ctrl_c)
     assert main(["bench", "real2sim", "--no-real", "--out", str(tmp_path / "b")]) == 130
     saved = json.loads((tmp_path / "b" / "result.json").read_text())
     assert saved["status"] == "interrupted"
-    assert [r["frame"] for r in saved["finished"]] == ["rgbd/posecnn/000002-color.png", "rgbd/b.png"]
+    assert [r["frame"] for r in saved["finished"]] == [
+        "rgbd/posecnn/000002-color.png",
+        "rgbd/b.png",
+        "t seed 0 (sensor noise)",
+    ]
     assert "interrupted" in capsys.readouterr().err
     report = (tmp_path / "b" / "report.md").read_text()  # the report of what finished, said to be partial
-    assert "**Interrupted** after 2 frames" in report
+    assert "**Interrupted** after 3 frames" in report  # every section's finished frames
     assert "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 2.20 | good |" in report
 
 
