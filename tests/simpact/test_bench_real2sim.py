@@ -300,6 +300,24 @@ def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> Non
     assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | good |" in alone
 
 
+def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    def marked(render: float) -> dict[str, object]:
+        frame = _bench_result(tmp_path, 2.2, "good")
+        ious = [
+            {"mask": 0.96, "depth_mask": 0.9, "render": render},
+            {"mask": 0.9, "depth_mask": 0.8, "render": 0.7},
+        ]
+        frame["real"][0].update(annotated=2, annotated_found=2, annotated_iou=ious)  # type: ignore[index]
+        return frame
+
+    report = markdown_report(marked(0.9), tmp_path, marked(0.8))
+    row = "| rgbd/posecnn/000002-color.png | 2 of 2 | 0.930 | 0.850 | 0.750 -> **0.800** |"
+    assert "## Real frames against their hand-marked objects" in report and row in report
+    assert "hand-marked" not in markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)  # none marked
+
+
 def test_a_baseline_that_is_no_bench_result_is_one_clear_error(tmp_path: Path) -> None:
     from simpact.bench.real2sim_markdown import load_baseline
     from simpact.core.errors import UsageError
