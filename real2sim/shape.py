@@ -15,7 +15,9 @@ closed, watertight :class:`Shape` whose mesh is in the object frame, centred on 
   (``upright``: the standing solid, whatever the normals say);
 - ``mirror`` (anything else: bottles, tools, fruit): the convex hull of the points, their reflection through
   the vertical plane of the visible silhouette (perpendicular to the viewing direction), or through the
-  plane of a narrower top (a bottle's neck) when that lies farther, and their footprint on the table.
+  plane of a narrower top (a bottle's neck) when that lies farther, and their footprint on the table: the
+  lowest of them (:data:`FOOT_BAND_M`) dropped onto it (a standing object's foot; for one lying on its side,
+  or with a rounded bottom, the lowest line seen, not its widest, which it curves in under).
 
 The kind comes from words in the label when it has one of them, otherwise from whichever of the box and
 the circle fits the outline better.
@@ -64,6 +66,11 @@ BOX_WORDS = frozenset(
 REVOLUTION_WORDS = frozenset("can cylinder jar cup mug glass tin bowl pot puck soup coffee pitcher".split())
 #: Open containers: revolution shapes with a cavity (convex decomposition for contact).
 CONCAVE_WORDS = frozenset("bowl cup mug pot pitcher basket".split())
+
+
+FOOT_BAND_M = 0.01
+"""A mirror-completed hull's footprint is its points within this height (m) of its lowest seen ones, dropped
+onto the table (``mirror`` above)."""
 
 
 class ShapeError(SimpactError, ValueError):
@@ -293,8 +300,11 @@ def _mirror(points: np.ndarray, view_dir_xy: np.ndarray | None) -> Shape:
         s_c = max(s_c, float(np.mean(np.percentile(s[neck], [5, 95]))))
     mirrored = points.copy()
     mirrored[:, :2] += np.outer(2 * (s_c - s), v)
-    floor = np.vstack([points, mirrored])
-    floor = floor.copy()
+    both = np.vstack([points, mirrored])
+    # The footprint: the lowest points (a standing object's foot, a lying one's lowest seen line) dropped
+    # onto the table, not every point: a lying cup or a rounded bottom curves in under its widest line.
+    low = both[:, 2] <= float(np.percentile(points[:, 2], 1)) + FOOT_BAND_M
+    floor = both[low].copy()
     floor[:, 2] = 0.0
     hull = trimesh.convex.convex_hull(np.vstack([points, mirrored, floor]))
     yaw, centre, size, _ = fit_rectangle(np.asarray(hull.vertices)[:, :2])

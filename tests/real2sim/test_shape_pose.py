@@ -168,6 +168,26 @@ def test_a_bottle_seen_from_its_narrow_side_is_mirrored_about_its_neck() -> None
     assert abs(depth / 0.095 - 1) < 0.08, shape.mesh.extents  # mirrored about the silhouette: 0.085
 
 
+def test_a_lying_bottles_hull_stands_on_its_lowest_seen_line_not_its_widest() -> None:
+    """A bottle lying across the view (r 3 cm): the camera, 45 degrees above, sees it down to the line where
+    its side turns away (about 0.3 r above the table); dropping its widest line onto the table gave its hull
+    a skirt 2 r wide that the photo shows as table."""
+    r = 0.03
+    bottle = trimesh.creation.cylinder(radius=r, height=0.16, sections=64)
+    bottle.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1, 0, 0]))  # axis along y
+    bottle.apply_translation([0.5, 0.0, r])
+    eye = np.array([1.0, 0.0, 0.5])  # 45 degrees above the bottle, looking along -x
+    pts, faces = trimesh.sample.sample_surface(bottle, 12000, seed=0)
+    to_eye = (eye - pts) / np.linalg.norm(eye - pts, axis=1, keepdims=True)
+    seen = np.einsum("ij,ij->i", bottle.face_normals[faces], to_eye) > 0.1
+    shape = complete_shape(pts[seen], "object", kind="mirror", view_dir_xy=np.array([-1.0, 0.0]))
+    assert shape.kind == "mirror" and shape.mesh.is_watertight and shape.T_world_obj is not None
+    verts = np.asarray(shape.mesh.vertices) @ shape.T_world_obj[:3, :3].T + shape.T_world_obj[:3, 3]
+    foot = verts[verts[:, 2] < 0.001]
+    assert np.ptp(foot[:, 0]) < 1.6 * r, np.ptp(foot[:, 0])  # every point dropped: 2 r
+    assert abs(np.ptp(verts[:, 1]) - 0.16) < 0.01 and abs(verts[:, 2].max() - 2 * r) < 0.003
+
+
 def _lying_can_view(yaw: float, view: float) -> np.ndarray:
     """The points a camera in direction ``view`` (rad, from the can) sees of a can (r 3.3 cm, 10.1 cm long)
     lying with its axis at ``yaw``: its side and the end cap facing the camera."""
