@@ -1,7 +1,9 @@
 """Whether a region of pixels above the table may be an object standing on it (:class:`RegionCheck`, the
 tests of :func:`real2sim.regions.find_clusters`): not too tall (the robot arm), surrounded by table, on the
 table's extent (not a chair behind it), standing clear of the table's own roughness (:func:`table_roughness`),
-not a bump of the table, and how much of its lower silhouette rests on the table (:func:`support_fraction`).
+not a bump of the table, not the depth a nearer region smears over the table behind it
+(:meth:`RegionCheck.is_halo`), and how much of its lower silhouette rests on the table
+(:func:`support_fraction`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ __all__ = [
     "BUMP_COLOUR",
     "BUMP_SLOPE",
     "BUMP_TOP_M",
+    "HALO_FRONT",
+    "HALO_SUPPORT",
+    "HALO_TOP_M",
     "ROUGHNESS_PX",
     "RegionCheck",
     "support_fraction",
@@ -30,6 +35,12 @@ BUMP_SLOPE = 1.0
 object, not a bump."""
 BUMP_COLOUR = 12.0
 """Lab distance (OpenCV's 8-bit scale) from the table's median colour within which a region has its colour."""
+HALO_TOP_M = 0.05
+"""A region of the table's colour lower than this (m) may be a halo (:meth:`RegionCheck.is_halo`) ..."""
+HALO_SUPPORT = 0.25
+"""... if less than this share of its lower silhouette rests on the table ..."""
+HALO_FRONT = 0.25
+"""... and at least this share of it has a region twice its height right in front of it (up to 6 px below)."""
 
 
 @dataclasses.dataclass
@@ -87,6 +98,33 @@ class RegionCheck:
             return None  # a bump of the table (its warp, mixed depth at an object's foot)
         support = support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
         return mask, top, support
+
+    def is_halo(self, mask: np.ndarray, regions: list[tuple[np.ndarray, float]]) -> bool:
+        """Whether ``mask``, one of ``regions`` ((mask, top (m)) each), is the halo of a nearer one, not an
+        object: a depth camera that smooths its depth (UOIS's frames) raises the table just behind an object
+        by 2-5 cm, and where the colour split cuts that strip off the object in front, it is left low, of the
+        table's colour, hardly resting on the table, with a taller region in front of it (UOIS 0006's strip
+        behind the pink cup). An object of the table's colour that low, behind a taller one and with its foot
+        hidden, would be taken for one too."""
+        import cv2
+
+        top = float(np.percentile(self.height[mask], 98))
+        if top >= HALO_TOP_M:
+            return False
+        ring = (cv2.dilate(mask.astype(np.uint8), np.ones((9, 9), np.uint8)) > 0) & self.near_table
+        if not self._table_coloured(mask, ring & ~mask & self.table.inliers):
+            return False
+        if support_fraction(mask, self.pts, self.table.inliers) >= HALO_SUPPORT:
+            return False
+        rows, cols = np.nonzero(_lower_silhouette(mask))
+        front = np.zeros(len(rows), bool)
+        for other, other_top in regions:
+            if other is mask or other_top < 2 * top:
+                continue
+            for k in range(1, 7):
+                r = np.minimum(rows + k, mask.shape[0] - 1)
+                front |= other[r, cols]
+        return bool(front.mean() >= HALO_FRONT)
 
     def _table_coloured(self, mask: np.ndarray, table_ring: np.ndarray) -> bool:
         """Whether ``mask`` has the colour of the table around it (of the whole table where too little of it
@@ -146,14 +184,19 @@ def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray
     return float(np.median(h)) if len(h) else 0.0
 
 
+def _lower_silhouette(mask: np.ndarray) -> np.ndarray:
+    """(H, W) bool: the pixels of ``mask`` with no pixel of it right below them."""
+    bottom = mask.copy()
+    bottom[:-1] &= ~mask[1:]
+    return bottom
+
+
 def support_fraction(
     mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
 ) -> float:
     """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
     point is within ``max_gap_m`` (m)."""
-    bottom = mask.copy()
-    bottom[:-1] &= ~mask[1:]
-    rows, cols = np.nonzero(bottom)
+    rows, cols = np.nonzero(_lower_silhouette(mask))
     if len(rows) == 0:
         return 0.0
     n_rows = mask.shape[0]

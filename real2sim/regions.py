@@ -105,7 +105,9 @@ def find_clusters(
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`), as does, last, a region of a round one's hue within its
-    completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`).
+    completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`); a low
+    region of the table's colour cut off behind a taller one is its smoothed depth's halo and is dropped
+    (:meth:`~real2sim.region_check.RegionCheck.is_halo`).
     With a calibrated frame, regions within ``robot_base_radius_m`` (m) of the base origin (the robot's
     mount) are dropped. With ``colour_split``, a
     region of touching objects of different colours is split (:func:`real2sim.split.split_by_colour`). With
@@ -185,6 +187,7 @@ def find_clusters(
         stacked = ctx.stacked
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     kept = merge_into_round(kept, pts, valid, table, lab)  # last: the gap split parts a vessel's wall too
+    kept = [(m, top) for m, top in kept if not check.is_halo(m, kept)]  # the split leaves halos apart
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
         for m, _ in kept:

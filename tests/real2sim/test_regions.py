@@ -353,3 +353,15 @@ def test_a_dip_at_the_edge_of_a_shadow_does_not_split_an_object() -> None:
         for c in find_clusters(noisy, fit_table(noisy))
     )
     assert best > 0.75, best
+
+
+def test_the_halo_a_cup_leaves_on_the_table_behind_it_is_no_object() -> None:
+    """UOIS 0006: the smoothed depth raises the table behind the pink cup by 2-5 cm; the colour split cut that
+    beige strip (rows 123-161, columns 303-360) off the cup as an object of its own. Every other region stays
+    (12 before the halo test, 11 after)."""
+    clusters = _real_clusters("uois/image_0006.npy")
+    strip = np.zeros(clusters[0].mask.shape, bool)
+    strip[123:162, 303:361] = True
+    on_strip = [c for c in clusters if (c.mask & strip).sum() >= 0.5 * c.mask.sum()]
+    assert not on_strip, [int(c.mask.sum()) for c in on_strip]
+    assert len(clusters) == 11
