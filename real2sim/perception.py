@@ -40,6 +40,12 @@ __all__ = ["CANDIDATE_KINDS", "MIN_REFINE_SIZE_M", "SELECT_MARGIN", "Perception"
 
 MIN_REFINE_SIZE_M = 0.04
 """Objects whose longest edge is shorter (m) are not refined against the depth."""
+THIN_M = 0.03
+"""An object whose mask rows are narrower than this (m, median) is thin (:func:`_front_of_thin`)."""
+THIN_DEPTH = 1.5
+"""A thin object's pixels lie at most this many times its row's width behind the row's nearest ..."""
+THIN_FLOOR_M = 0.015
+"""... or this far (m), whichever is more."""
 
 
 @dataclasses.dataclass(eq=False)
@@ -81,6 +87,7 @@ def object_points(
         eroded = cv2.erode(m.astype(np.uint8), np.ones((2 * erode_px + 1,) * 2, np.uint8)) > 0
         if eroded.sum() >= 0.3 * m.sum() and eroded.sum() >= 20:
             m = eroded
+    m = _front_of_thin(m, depth, float(frame.K[0, 0]))
     rows, cols = np.nonzero(m)
     if len(rows) > max_points:
         pick = np.random.default_rng(seed).choice(len(rows), max_points, replace=False)
@@ -93,6 +100,33 @@ def object_points(
     T = table.T_world_cam
     p = p_cam @ T[:3, :3].T + T[:3, 3]
     return p[p[:, 2] > min_height_m]
+
+
+def _front_of_thin(mask: np.ndarray, depth: np.ndarray, focal_px: float) -> np.ndarray:
+    """``mask`` without, for an object thinner across the view than :data:`THIN_M` (the median width of its
+    rows, m), the pixels of each row measured more than :data:`THIN_DEPTH` times the row's width (at least
+    :data:`THIN_FLOOR_M`) behind the row's nearest: a marker a few pixels wide in smoothed depth (UOIS)
+    is mostly pixels that mix it with what stands behind it, and they spread it 10 cm along the view."""
+    rows, cols = np.nonzero(mask)
+    if len(rows) < 20:
+        return mask
+    z = depth[rows, cols].astype(np.float64)
+    h = mask.shape[0]
+    near = np.full(h, np.inf)
+    np.minimum.at(near, rows, z)
+    first = np.full(h, mask.shape[1])
+    np.minimum.at(first, rows, cols)
+    last = np.full(h, -1)
+    np.maximum.at(last, rows, cols)
+    width = (last - first + 1) * near / focal_px  # m, each row's extent at its nearest depth
+    if np.median(width[np.unique(rows)]) >= THIN_M:
+        return mask
+    keep = z <= near[rows] + np.maximum(THIN_DEPTH * width[rows], THIN_FLOOR_M)
+    if keep.sum() < 20:
+        return mask
+    out = np.zeros_like(mask)
+    out[rows[keep], cols[keep]] = True
+    return out
 
 
 def _masked_median(depth: np.ndarray, mask: np.ndarray) -> np.ndarray:
