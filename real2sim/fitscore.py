@@ -9,13 +9,15 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
 - ``depth_residual_m``: the median absolute difference between rendered and measured depth over the pixels
   that both the object's mask and its render cover (m);
 - ``coverage``: the share of the mask's pixels the render covers; ``spill``: the share of the render outside
-  the mask; ``iou``: intersection over union of the rendered and observed silhouettes. Pixels outside the
-  object's mask where the measured surface lies clearly in front of its render (``OCCLUSION_M``) are
-  something hiding the object (a neighbour, or something not in the scene) and are left out of both its
-  silhouettes: the photo cannot say whether the object continues behind it (a neighbour's render that falls
-  short of its mask is that neighbour's error, counted in its coverage). Pixels measured within
-  ``TABLE_BAND_M`` of the table (given the table) are left out too: depth cannot tell an object's foot from
-  the table;
+  the mask (``spill_px`` pixels, ``spill_unmeasured_px`` of them where the camera measured no depth: a stereo
+  or projector shadow beside the object, or its own rim or lid the sensor dropped, depending on the sensor;
+  the score counts them as spill either way); ``iou``: intersection over union of the rendered and observed
+  silhouettes. Pixels outside the object's mask where the measured surface lies clearly in front of its render
+  (``OCCLUSION_M``) are something hiding the object (a neighbour, or something not in the scene) and are left
+  out of both its silhouettes: the photo cannot say whether the object continues behind it (a neighbour's
+  render that falls short of its mask is that neighbour's error, counted in its coverage). Pixels measured
+  within ``TABLE_BAND_M`` of the table (given the table) are left out too: depth cannot tell an object's foot
+  from the table;
 - ``table_nearby_residual_m`` (given the table): the median absolute difference between the fitted table
   plane and the measured depth on the table in a ring around the mask (:data:`NEARBY_PX`): how far the
   depth itself strays beside the object (noise grows with distance; the plane's own error adds); a depth
@@ -137,6 +139,8 @@ def _object_score(
         "iou": round(iou, 4),
         "coverage": round(n_both / n_obs, 4) if n_obs else 0.0,
         "spill": round(1.0 - n_both / n_ren, 4) if n_ren else 0.0,
+        "spill_px": n_ren - n_both,
+        "spill_unmeasured_px": int((rendered & ~observed & (depth_m <= 0)).sum()),
         "depth_residual_m": None if residual is None else round(residual, 5),
         "mask_px": n_obs,
         "render_px": n_ren,

@@ -214,6 +214,9 @@ def bench_real(
         if fit is not None:
             entry["iou"] = fit["iou"]
             entry["verdict"] = fit["verdict"]
+            for key in ("spill_px", "spill_unmeasured_px"):
+                if key in fit:
+                    entry[key] = fit[key]
             for key in ("depth_residual", "table_nearby_residual"):  # the latter: the depth's noise beside it
                 if fit.get(f"{key}_m") is not None:
                     entry[f"{key}_mm"] = round(1000 * fit[f"{key}_m"], 3)

@@ -76,6 +76,7 @@ def _totals(
         return f"{format(sum(v) / len(v), fmt)} (n {len(v)})" if v else "-"
 
     verdicts = [o.get("verdict") for o in objects.values()]
+    unmeasured = _unmeasured_spill(objects)
     extents = [o["extent_pct"] for o in objects.values() if o.get("extent_pct") is not None]
     settled = sum(bool(r.get("settle_clean")) for r in frames)
     return {
@@ -86,7 +87,25 @@ def _totals(
         "extent % of the labelled objects, mean": mean("extent_pct", ".2f"),
         "extent % of the labelled objects, max": f"{max(extents):.1f}" if extents else "-",
         "real scenes that settle clean": f"{settled} of {len(frames)}",
+        "render outside the masks where no depth was measured": unmeasured,
     }
+
+
+def _unmeasured_spill(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> str:
+    """The share of the real objects' render outside their masks that falls where the camera measured no
+    depth, over all frames and per data set (``rgbd/<set>/...``); "-" where no record has the counts."""
+    sums: dict[str, list[int]] = {}
+    for (frame, _), o in objects.items():
+        if "spill_px" in o and "spill_unmeasured_px" in o:
+            source = frame.split("/")[1] if frame.count("/") >= 2 else frame
+            for key in ("all", source):
+                total = sums.setdefault(key, [0, 0])
+                total[0] += int(o["spill_unmeasured_px"])
+                total[1] += int(o["spill_px"])
+    if not sums:
+        return "-"
+    share = {k: f"{u / n:.2f}" if n else "-" for k, (u, n) in sums.items()}
+    return share.pop("all") + " (" + ", ".join(f"{k} {v}" for k, v in sorted(share.items())) + ")"
 
 
 def markdown_report(

@@ -72,6 +72,24 @@ def test_a_neighbour_in_front_hides_what_its_own_render_falls_short_of() -> None
     assert front["coverage"] < 0.75 and front["spill"] == 0.0
 
 
+def test_the_spill_counts_the_render_where_no_depth_was_measured_apart() -> None:
+    """A box fitted 2 cm too wide on the left, where the camera measured nothing beside it (a stereo
+    camera's blind band): all of its spill is on unmeasured pixels; on the right, on measured ones."""
+    truth = [_box((0, 0, 1.0), (0.1, 0.1, 0.1))]
+    depth, index, _ = render_depth(truth, T_WORLD_CAM, K, H, W)
+    depth = np.where(index == 0, depth, 1.2)
+    mask = {"box": index == 0}
+    band = np.zeros((H, W), bool)
+    band[:, :54] = True  # no depth left of the box (its left edge is at column 53.7)
+    wide_left = [_box((-0.01, 0, 1.0), (0.12, 0.1, 0.1))]
+    wide_right = [_box((0.01, 0, 1.0), (0.12, 0.1, 0.1))]
+    for fitted, unmeasured in ((wide_left, True), (wide_right, False)):
+        scores, _ = fit_scores(["box"], fitted, mask, np.where(band, 0.0, depth), T_WORLD_CAM, K)
+        s = scores["objects"]["box"]
+        assert s["spill_px"] > 400
+        assert s["spill_unmeasured_px"] == (s["spill_px"] if unmeasured else 0), s
+
+
 def test_the_table_beside_each_object_says_how_noisy_its_depth_is() -> None:
     """Two boxes before a plane 1.2 m away (the table, seen head-on here), the depth noisy (4 mm) on the
     left half only: the left box's ring of table carries that noise, the right one's none."""

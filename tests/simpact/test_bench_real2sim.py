@@ -318,6 +318,20 @@ def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_pa
     assert "hand-marked" not in markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)  # none marked
 
 
+def test_the_report_says_how_much_of_the_spill_fell_where_no_depth_was_measured(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    result = _bench_result(tmp_path, 2.2, "good")
+    uois = {"frame": "rgbd/uois/image_0006.npy", "seconds": 1.0}
+    uois["objects"] = {"object_0": {"iou": 0.8, "spill_px": 300, "spill_unmeasured_px": 30}}
+    result["real"].append(uois)  # type: ignore[attr-defined]
+    objects = result["real"][0]["objects"]  # type: ignore[index]
+    objects["sugar_box"].update(spill_px=100, spill_unmeasured_px=90)
+    report = markdown_report(result, tmp_path, _bench_result(tmp_path, 2.2, "good"))
+    row = "| render outside the masks where no depth was measured | - -> 0.30 (posecnn 0.90, uois 0.10) |"
+    assert row in report
+
+
 def test_a_baseline_that_is_no_bench_result_is_one_clear_error(tmp_path: Path) -> None:
     from simpact.bench.real2sim_markdown import load_baseline
     from simpact.core.errors import UsageError
