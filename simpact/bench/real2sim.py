@@ -54,7 +54,14 @@ from real2sim.datasets import (
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.bench.glass import bench_glass_pair, glass_pairs
 from simpact.bench.real2sim_report import TARGETS, summarise
-from simpact.bench.scoring import extent_error, ground_truth_box, mask_iou, points_extent, pose_errors
+from simpact.bench.scoring import (
+    extent_error,
+    ground_truth_box,
+    mask_iou,
+    particles_box,
+    points_extent,
+    pose_errors,
+)
 from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise, edge_runs
 from simpact.core.jsonio import write_json
 from simpact.tasks import list_tasks, load_task
@@ -64,16 +71,25 @@ from solvers.world import make_world
 __all__ = ["Progress", "bench_real", "bench_rendered", "bench_result", "run_real2sim_bench"]
 
 
+Truth = tuple[np.ndarray, np.ndarray, np.ndarray, str]
+"""An object's true box: centre (3,) m, rotation (3, 3), extent (3,) m, symmetry."""
+
 NOISY_SUFFIX = " (sensor noise)"
 """Ends the name of a rendered frame seen through the sensor model."""
 
 
-def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any]:
+def _rendered_frame(task_name: str, seed: int) -> tuple[Any, Any, Any, dict[str, Truth]]:
+    """The task, its scene, the frame the world renders of it and each object's true box then: an MPM
+    object's from the particles the frame shows (:func:`particles_box`), any other from the scene."""
     task = load_task(task_name)
     scene = task.scene(seed)
     raw = task.raw.get("camera")
     world = make_world(scene, camera=None if raw is None else CameraSpec.from_dict(raw))
-    return task, scene, world.render()
+    truth = {o.name: ground_truth_box(o) for o in scene.objects}
+    for name, state in world.state().deformables.items():
+        if scene.object(name).kind == "mpm":  # a rope keeps its shape; a pile slumps as the world is built
+            truth[name] = (*particles_box(state.particles)[:3], truth[name][3])
+    return task, scene, world.render(), truth
 
 
 def bench_rendered(
@@ -81,7 +97,7 @@ def bench_rendered(
 ) -> dict[str, Any]:
     """real2sim on the rendered frame of one task scene (its depth as ``noise``'s sensor would measure it,
     when given), scored against the scene."""
-    task, scene, frame = _rendered_frame(task_name, seed)
+    task, scene, frame, truth = _rendered_frame(task_name, seed)
     if noise is not None:
         frame = add_sensor_noise(frame, seed, noise)
     t0 = time.perf_counter()
@@ -90,13 +106,13 @@ def bench_rendered(
     ids = {name: i for i, name in frame.mask_names.items()}
     masks = {result.labels.name_of(s.label): s.seen for s in result.perception.segments}
     estimate_of = _match_instances(
-        [result.labels.name_of(lab) for lab in result.labels.labels], result, scene
+        [result.labels.name_of(lab) for lab in result.labels.labels], result, scene, truth
     )
     objects: dict[str, Any] = {}
     assert frame.masks is not None
     for label in result.labels.labels:
         name = result.labels.name_of(label)
-        gt_centre, gt_R, gt_extent, symmetry = ground_truth_box(scene.object(name))
+        gt_centre, gt_R, gt_extent, symmetry = truth[name]
         est = estimate_of.get(name)
         entry: dict[str, Any] = {"found": est is not None}
         if est is not None and est != name:
@@ -132,7 +148,9 @@ def _instance_group(name: str) -> str:
     return re.sub(r"[_ ]?\d+$", "", name)
 
 
-def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str, str]:
+def _match_instances(
+    names: Sequence[str], result: Any, scene: Any, truth: dict[str, Truth]
+) -> dict[str, str]:
     """Truth name → estimated object name. Objects that look alike, numbered copies of one object (``bean_00``
     ... ``bean_19``) or objects of one shape, size and colour (two walls), cannot be told apart by their
     names in a photo, so their estimates are paired with them by nearest centres (Hungarian assignment);
@@ -149,13 +167,7 @@ def _match_instances(names: Sequence[str], result: Any, scene: Any) -> dict[str,
         if not found:
             continue
         cost = np.array(
-            [
-                [
-                    np.linalg.norm(result.geometries[e].position - ground_truth_box(scene.object(t))[0])
-                    for e in found
-                ]
-                for t in members
-            ]
+            [[np.linalg.norm(result.geometries[e].position - truth[t][0]) for e in found] for t in members]
         )
         rows, cols = linear_sum_assignment(cost)
         for t in members:

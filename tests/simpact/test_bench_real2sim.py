@@ -11,7 +11,7 @@ import pytest
 
 from simpact.bench.real2sim import run_real2sim_bench
 from simpact.bench.real2sim_report import format_table
-from simpact.bench.scoring import ground_truth_box, pose_errors
+from simpact.bench.scoring import ground_truth_box, particles_box, pose_errors
 
 
 def quat_z(angle: float) -> np.ndarray:
@@ -61,6 +61,21 @@ def test_ground_truth_boxes_of_the_task_shapes() -> None:
         shape="cylinder", size=(0.033, 0.12), position=(0.4, 0, 0.06), quaternion=(1, 0, 0, 0)
     )
     assert ground_truth_box(can)[2] == pytest.approx([0.066, 0.066, 0.12])
+
+
+def test_a_heap_s_true_box_is_the_one_its_particles_fill() -> None:
+    """sweeping_sand's sand is a 5 x 8 x 3.5 cm block in the task and slumps to a heap of about 8 x 11 x 2.5
+    cm while the world is built: the rendered frame is scored against the heap's particles, each standing for
+    the material within half the spacing around it."""
+    from simpact.bench.real2sim import _rendered_frame
+
+    grid = np.stack(np.meshgrid(*[np.arange(n) * 0.005 for n in (4, 6, 2)], indexing="ij"), -1).reshape(-1, 3)
+    centre, R, extent, symmetry = particles_box(grid + [0.4, 0.0, 0.0025])
+    assert extent == pytest.approx([0.02, 0.03, 0.01]) and centre == pytest.approx([0.4075, 0.0125, 0.005])
+    assert np.array_equal(R, np.eye(3)) and symmetry == "box"
+    *_, truth = _rendered_frame("sweeping_sand", 0)
+    assert truth["sand"][2] == pytest.approx([0.084, 0.116, 0.028], abs=0.003)  # the block: 0.05, 0.08, 0.035
+    assert truth["brush"][2] == pytest.approx([0.02, 0.16, 0.04])  # a rigid object's box is the scene's
 
 
 def test_bench_on_a_rendered_frame_and_a_real_frame(tmp_path: Path) -> None:
@@ -188,7 +203,8 @@ def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -
         "side_wall": SimpleNamespace(position=np.array([0.76, 0.02, 0.02])),
         "box": SimpleNamespace(position=np.array([0.76, 0.02, 0.02])),  # same size, another colour
     }
-    got = _match_instances(list(truth), SimpleNamespace(geometries=estimates), scene)
+    boxes = {n: ground_truth_box(o) for n, o in truth.items()}
+    got = _match_instances(list(truth), SimpleNamespace(geometries=estimates), scene, boxes)
     assert got == {"back_wall": "side_wall", "side_wall": "back_wall", "box": "box"}
 
 
