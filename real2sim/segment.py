@@ -23,6 +23,7 @@ The geometric back-end's regions come from :mod:`real2sim.regions`; this module 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import YCB_SIZES_M
 from real2sim.grounded_sam2 import grounded_sam2_settings, segment_grounded_sam2
+from real2sim.piles import grow_pile, is_granular
 from real2sim.regions import Cluster, find_clusters
 from real2sim.shape import kind_from_label
 from real2sim.table import camera_points
@@ -329,18 +331,40 @@ def _segment_geometric(
                 }
             )
         score = 0.5
+    in_piles = _gather_piles(clusters, mapping, frame, table)
     found: dict[str, Segment] = {}
     for i, lab in sorted(mapping.items()):
         if lab not in found:
             found[lab] = _from_cluster(lab, clusters[int(i)], confidence.get(int(i), score))
     if unlabelled is not None:  # regions no label matched well enough
-        unlabelled.extend(c.seen for i, c in enumerate(clusters) if i not in mapping)
+        unlabelled.extend(c.seen for i, c in enumerate(clusters) if i not in mapping and i not in in_piles)
     for lab in flat:
         if lab not in found:
             mask = _flat_by_colour(frame, table, lab)
             if mask is not None:
                 found[lab] = Segment(lab, mask, 0.4, "geometric")
     return [found[label] for label in labels if label in found]
+
+
+def _gather_piles(
+    clusters: list[Cluster], mapping: Mapping[int, str], frame: Frame, table: TablePlane
+) -> set[int]:
+    """Each region matched to a granular label (sand, rice) takes back the pieces of its pile the cuts
+    split off (:func:`real2sim.piles.grow_pile`). Returns the unmatched regions now part of a pile."""
+    absorbed: set[int] = set()
+    for i, lab in mapping.items():
+        if not is_granular(lab):
+            continue
+        claimed = np.zeros(frame.depth.shape, bool)
+        for j in mapping:
+            if j != i:
+                claimed |= clusters[j].mask
+        pile = grow_pile(clusters[i].mask, claimed, frame, table)
+        clusters[i] = dataclasses.replace(clusters[i], mask=pile, silhouette=pile | clusters[i].seen)
+        for j, c in enumerate(clusters):
+            if j not in mapping and (c.mask & pile).sum() >= 0.5 * c.mask.sum():
+                absorbed.add(j)
+    return absorbed
 
 
 def _flat_by_colour(frame: Frame, table: TablePlane, label: str, min_pixels: int = 80) -> np.ndarray | None:
