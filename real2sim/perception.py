@@ -23,6 +23,7 @@ from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.outline import outline_kind
 from real2sim.pose import estimate_pose
 from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull, refine_vessel
+from real2sim.rounding import round_box
 from real2sim.segment import AssignFn, segment
 from real2sim.shape import (
     ShapeBackendError,
@@ -164,7 +165,8 @@ def perceive(
     returned segments and objects are in the order of ``labels``. ``assign`` maps geometric regions to
     labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
-    each upright object is then refined against the depth (:mod:`real2sim.refine`). An object whose label
+    each upright object is then refined against the depth (:mod:`real2sim.refine`), and a box's edges
+    rounded where the photo's outline asks for it (:mod:`real2sim.rounding`). An object whose label
     names no shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that
     explains the depth around its mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
@@ -213,12 +215,22 @@ def perceive(
         except ShapeError as err:
             warnings.append(f"{seg.label!r}: {err}; left out")
             continue
+        if _roundable(g) and refine:
+            t0 = time.perf_counter()
+            g = round_box(g, frame, on.T_world_cam, seg.mask, seg.seen)
+            timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
         if support is not None:
             g = _lifted(g, support)
         kept_segments.append(seg)
         objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _roundable(g: ObjectGeometry) -> bool:
+    """Whether ``g`` is a fitted box large enough to be refined, whose edges may be rounded."""
+    box = g.symmetry == "box" and len(g.mesh.vertices) == 8
+    return box and g.shape_source == "geometric" and float(np.max(g.extent)) >= MIN_REFINE_SIZE_M
 
 
 def _raised(table: TablePlane, height_m: float) -> TablePlane:

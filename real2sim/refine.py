@@ -42,6 +42,7 @@ __all__ = [
     "FREE_M",
     "ScaledMesh",
     "box_depth",
+    "cast_at",
     "frustum_depth",
     "mesh_cost",
     "pixel_cost",
@@ -145,22 +146,27 @@ def mesh_cost(
 ) -> float | None:
     """:func:`pixel_cost` per pixel (m) of the posed mesh of ``geometry`` (world frame) over the pixels around
     ``own_mask``: how badly it explains the depth there; None for a tiny mask."""
-    import open3d
-
     px = pixels_around(frame, T_world_cam, own_mask)
     if px is None:
         return None
     origin, dirs, depth, own = px
+    return pixel_cost(cast_at(geometry, origin, dirs), depth, own) / len(depth)
+
+
+def cast_at(geometry: ObjectGeometry, origin: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """Depth (N,; inf where missed) at which each ray from ``origin`` (3,) along ``dirs`` (N, 3; camera
+    z = 1) meets the posed mesh of ``geometry`` (world frame), cast with Open3D."""
+    import open3d
+
     o3d: Any = open3d
-    verts = geometry.world_vertices()
     scene = o3d.t.geometry.RaycastingScene()
     scene.add_triangles(
-        o3d.core.Tensor(verts.astype(np.float32)),
+        o3d.core.Tensor(geometry.world_vertices().astype(np.float32)),
         o3d.core.Tensor(np.asarray(geometry.mesh.faces, dtype=np.uint32)),
     )
     rays = np.column_stack([np.broadcast_to(origin, dirs.shape), dirs]).astype(np.float32)
     t = scene.cast_rays(o3d.core.Tensor(rays))["t_hit"].numpy().astype(np.float64)
-    return pixel_cost(np.where(np.isfinite(t), t, np.inf), depth, own) / len(depth)
+    return np.where(np.isfinite(t), t, np.inf)
 
 
 def pixel_grid(
