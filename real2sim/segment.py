@@ -76,6 +76,7 @@ COLOURS: dict[str, tuple[int, int, int]] = {
     "teal": (40, 160, 160),
     "beige": (210, 185, 140),
     "tan": (210, 180, 140),
+    "sand": (200, 175, 120),  # also a colour: the prior that finds a heap of sand among other regions
 }
 #: Typical real-world sizes (m, any order) of common objects, a prior for matching plain labels to regions.
 TYPICAL_SIZES_M: dict[str, tuple[float, float, float]] = {
