@@ -380,6 +380,8 @@ def _scene(
             "pose_source": g.pose_source,
             "rgba": list(_median_rgba(frame.rgb, masks.get(g.label))),
         }
+        if g.edge_radii_m is not None:  # a box with rounded edges: along its longest side, the others
+            entry["edge_radii_m"] = [round(float(r), 4) for r in g.edge_radii_m]
         if p.kind == "rigid":
             unit = g.mesh.copy()
             unit.apply_scale(1.0 / extent)

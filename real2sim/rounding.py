@@ -70,7 +70,8 @@ def round_box(
     for along, ends in itertools.product(ALONG_SHARES, END_SHARES):
         if along + ends > 1.0 or along + ends == 0.0:
             continue
-        rounded = dataclasses.replace(g, mesh=rounded_box(g.extent, along * half, ends * half))
+        radii = (along * half, ends * half)
+        rounded = dataclasses.replace(g, mesh=rounded_box(g.extent, *radii), edge_radii_m=radii)
         iou = _outline_iou(rounded, outline_px)
         if iou > best_iou and _depth_cost(rounded, depth_px) <= (1.0 + MAX_WORSE) * cost0:
             best, best_iou = rounded, iou

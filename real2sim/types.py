@@ -103,6 +103,9 @@ class ObjectGeometry:
     """RMS distance of the observed points to the posed mesh surface (m)."""
     shape_source: str = "geometric"
     pose_source: str = "icp"
+    edge_radii_m: tuple[float, float] | None = None
+    """A box with rounded edges: the radius (m) of its four edges along its longest side and of its other
+    eight (:mod:`real2sim.rounding`); None for any other shape."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""

@@ -59,6 +59,7 @@ def test_a_box_fitted_to_a_rounded_bottle_is_rounded_and_a_sharp_box_is_not() ->
     frame, mask, outline = _seen(bottle)
     fitted = round_box(_box_at(EXTENT), frame, T_WORLD_CAM, mask, outline)  # type: ignore[arg-type]
     assert len(fitted.mesh.vertices) > 8 and np.allclose(fitted.extent, EXTENT)
+    assert fitted.edge_radii_m is not None and fitted.edge_radii_m[0] > 0.005  # the bottle's: 15 mm
     sharp = trimesh.creation.box(extents=EXTENT)
     sharp.apply_translation((0.0, 0.0, EXTENT[2] / 2))
     frame, mask, outline = _seen(sharp)
