@@ -4,7 +4,7 @@ The geometric segmenter cuts regions at depth steps and concave creases, which b
 everywhere: a pile comes out as a few regions and many fragments too small to keep. For a label whose
 material is granular (:func:`real2sim.materials.lookup_material`, material ``sand``), :func:`grow_pile` takes
 back what the cuts split off: every pixel standing on the table, claimed by no other label, connected to
-the matched region, and of the pile's colour.
+the matched region, and of the pile's chroma (its lightness changes with the grains' shadows).
 """
 
 from __future__ import annotations
