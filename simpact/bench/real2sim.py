@@ -288,8 +288,9 @@ def _against_reference_masks(
     the scene's render from the photo's camera of the objects whose masks lie mostly on it
     (``annotated_iou``: ``mask``, ``render``; 0 where none does), and of those objects' regions as the depth
     cut them, before their outlines were snapped to the colour edges (``depth_mask``, side by side). The
-    render's IoU is ground truth the pipeline never reads, for shape and pose together. Nothing when the
-    frame marks none."""
+    render's IoU is ground truth the pipeline never reads, for shape and pose together; ``render_covers``
+    (the share of the marked object the render covers) and ``render_outside`` (the share of the render off
+    it) say whether the shapes fall short or spill over. Nothing when the frame marks none."""
     if not annotated:
         return {}
     segments = {
@@ -310,12 +311,12 @@ def _against_reference_masks(
             depth_cut |= segments[n].mask
             if index is not None and n in rendered:
                 render |= index == rendered.index(n)
-        ious.append(
-            {
-                k: round(mask_iou(m, ref), 4)
-                for k, m in (("mask", mask), ("depth_mask", depth_cut), ("render", render))
-            }
-        )
+        pairs = (("mask", mask), ("depth_mask", depth_cut), ("render", render))
+        scores = {k: round(mask_iou(m, ref), 4) for k, m in pairs}
+        # Which way the render errs: the share of the marked object it covers, and of itself outside it.
+        scores["render_covers"] = round(int((render & ref).sum()) / max(size, 1), 4)
+        scores["render_outside"] = round(int((render & ~ref).sum()) / max(int(render.sum()), 1), 4)
+        ious.append(scores)
     for name, mask in masks.items():
         px = max(int(mask.sum()), 1)
         if name in objects:

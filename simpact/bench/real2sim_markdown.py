@@ -28,7 +28,7 @@ COLUMNS = (
 )
 
 #: The IoUs with the hand-marked objects, in report order (:func:`_marked_objects`).
-MARKED_KEYS = ("mask", "depth_mask", "render")
+MARKED_KEYS = ("mask", "depth_mask", "render", "render_covers", "render_outside")
 
 
 def load_baseline(path: str | Path) -> dict[str, Any]:
@@ -169,7 +169,8 @@ def _marked(result: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
             continue
         row = {"found": f"{r['annotated_found']} of {r['annotated']}"}
         for key in MARKED_KEYS:
-            row[key] = format(sum(i[key] for i in ious) / len(ious), ".3f")
+            if all(key in i for i in ious):  # an older result lacks the render's two shares
+                row[key] = format(sum(i[key] for i in ious) / len(ious), ".3f")
         out[r["frame"]] = row
     return out
 
@@ -185,14 +186,16 @@ def _marked_objects(result: Mapping[str, Any], baseline: Mapping[str, Any] | Non
         "Mean IoU with each marked object of what covers it: the masks, the depth regions before their",
         "outlines were snapped to colour edges, and the scene's render from the photo's camera (shape and",
         "pose together). Truth the pipeline never reads; a mask near 1 with a lower render says the shape,",
-        "not the segmentation, is what falls short.",
+        "not the segmentation, is what falls short. Which way: the share of the marked objects the render",
+        "covers, and the share of the render outside them.",
         "",
-        "| frame | marked objects found | mask IoU | depth region IoU | render IoU |",
-        "|---|---|---|---|---|",
+        "| frame | marked objects found | mask IoU | depth region IoU | render IoU | render covers "
+        "| render outside |",
+        "|---|---|---|---|---|---|---|",
     ]
     for frame, row in now.items():
         old = was.get(frame, {})
-        cells = [_pair(old.get(k), row[k], "", baseline is not None) for k in ("found", *MARKED_KEYS)]
+        cells = [_pair(old.get(k), row.get(k), "", baseline is not None) for k in ("found", *MARKED_KEYS)]
         lines.append(f"| {frame} | " + " | ".join(cells) + " |")
     return lines
 

@@ -232,9 +232,15 @@ def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
     objects: dict[str, dict[str, object]] = {"obj": {}}
     got = _against_reference_masks([ref, other], result, objects)
     assert got["annotated"] == 2 and got["annotated_found"] == 1 and objects["obj"]["spans"] == 1
-    assert got["annotated_iou"] == [
-        {"mask": 0.8, "depth_mask": 0.6, "render": round(100 / 120, 4)},
-        {"mask": 0.0, "depth_mask": 0.0, "render": 0.0},
+    assert got["annotated_iou"] == [  # the render covers all 100 px and spills 20 of its 120
+        {
+            "mask": 0.8,
+            "depth_mask": 0.6,
+            "render": round(100 / 120, 4),
+            "render_covers": 1.0,
+            "render_outside": round(20 / 120, 4),
+        },
+        {"mask": 0.0, "depth_mask": 0.0, "render": 0.0, "render_covers": 0.0, "render_outside": 0.0},
     ]
     summary = summarise([], [{"frame": "f", "objects": {}, "seconds": 1.0, **got}])[0]
     assert summary["real"]["annotated_iou"]["render"]["min"] == 0.0
@@ -322,15 +328,20 @@ def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_pa
     def marked(render: float) -> dict[str, object]:
         frame = _bench_result(tmp_path, 2.2, "good")
         ious = [
-            {"mask": 0.96, "depth_mask": 0.9, "render": render},
-            {"mask": 0.9, "depth_mask": 0.8, "render": 0.7},
+            {"mask": 0.96, "depth_mask": 0.9, "render": render, "render_covers": 0.9, "render_outside": 0.1},
+            {"mask": 0.9, "depth_mask": 0.8, "render": 0.7, "render_covers": 0.8, "render_outside": 0.3},
         ]
         frame["real"][0].update(annotated=2, annotated_found=2, annotated_iou=ious)  # type: ignore[index]
         return frame
 
     report = markdown_report(marked(0.9), tmp_path, marked(0.8))
-    row = "| rgbd/posecnn/000002-color.png | 2 of 2 | 0.930 | 0.850 | 0.750 -> **0.800** |"
+    row = "| rgbd/posecnn/000002-color.png | 2 of 2 | 0.930 | 0.850 | 0.750 -> **0.800** | 0.850 | 0.200 |"
     assert "## Real frames against their hand-marked objects" in report and row in report
+    older = marked(0.8)  # a baseline from before the render's two shares were measured
+    for i in older["real"][0]["annotated_iou"]:  # type: ignore[index]
+        del i["render_covers"], i["render_outside"]
+    row = "| rgbd/posecnn/000002-color.png | 2 of 2 | 0.930 | 0.850 | 0.750 -> **0.800** | - -> **0.850** |"
+    assert row in markdown_report(marked(0.9), tmp_path, older)
     assert "hand-marked" not in markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)  # none marked
 
 
