@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import trimesh
 
+from real2sim.necks import add_neck
 from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.outline import outline_kind
 from real2sim.pose import estimate_pose
@@ -165,10 +166,11 @@ def perceive(
     returned segments and objects are in the order of ``labels``. ``assign`` maps geometric regions to
     labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
-    each upright object is then refined against the depth (:mod:`real2sim.refine`), and a box's edges
-    rounded where the photo's outline asks for it (:mod:`real2sim.rounding`). An object whose label
-    names no shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that
-    explains the depth around its mask best is kept. An object the segmenter found lying on another
+    each upright object is then refined against the depth (:mod:`real2sim.refine`), a box's edges rounded
+    where the photo's outline asks for it (:mod:`real2sim.rounding`) and a standing box given the neck its
+    points show above it (:mod:`real2sim.necks`). An object whose label names no shape (an unlabelled
+    region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the depth around its
+    mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
@@ -218,6 +220,7 @@ def perceive(
         if _roundable(g) and refine:
             t0 = time.perf_counter()
             g = round_box(g, frame, on.T_world_cam, seg.mask, seg.seen)
+            g = add_neck(g, frame, on.T_world_cam, seg.mask, seg.seen)
             timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
         if support is not None:
             g = _lifted(g, support)

@@ -23,7 +23,16 @@ from real2sim.refine import FREE_M, cast_at, pixel_cost, pixels_around
 from real2sim.types import ObjectGeometry
 from simpact.core.frame import Frame
 
-__all__ = ["ALONG_SHARES", "END_SHARES", "MAX_WORSE", "MIN_GAIN", "round_box", "rounded_box"]
+__all__ = [
+    "ALONG_SHARES",
+    "END_SHARES",
+    "MAX_WORSE",
+    "MIN_GAIN",
+    "depth_cost",
+    "outline_iou",
+    "round_box",
+    "rounded_box",
+]
 
 ALONG_SHARES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 """Radii tried for the four edges along the box's longest side, as shares of half its shortest edge."""
@@ -64,7 +73,7 @@ def round_box(
     outline_px = pixels_around(frame, T_world_cam, silhouette)
     if depth_px is None or outline_px is None:
         return g
-    cost0, iou0 = _depth_cost(g, depth_px), _outline_iou(g, outline_px)
+    cost0, iou0 = depth_cost(g, depth_px), outline_iou(g, outline_px)
     best, best_iou = g, iou0 + MIN_GAIN
     half = float(np.min(g.extent)) / 2 * 0.999  # a radius of the whole half leaves no flat face to build
     for along, ends in itertools.product(ALONG_SHARES, END_SHARES):
@@ -72,18 +81,19 @@ def round_box(
             continue
         radii = (along * half, ends * half)
         rounded = dataclasses.replace(g, mesh=rounded_box(g.extent, *radii), edge_radii_m=radii)
-        iou = _outline_iou(rounded, outline_px)
-        if iou > best_iou and _depth_cost(rounded, depth_px) <= (1.0 + MAX_WORSE) * cost0:
+        iou = outline_iou(rounded, outline_px)
+        if iou > best_iou and depth_cost(rounded, depth_px) <= (1.0 + MAX_WORSE) * cost0:
             best, best_iou = rounded, iou
     return best
 
 
-def _depth_cost(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
+def depth_cost(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
+    """:func:`real2sim.refine.pixel_cost` (m) of the posed mesh over ``px`` (:func:`pixels_around`)."""
     origin, dirs, depth, own = px
     return pixel_cost(cast_at(g, origin, dirs), depth, own)
 
 
-def _outline_iou(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
+def outline_iou(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
     """IoU of the pixels the posed mesh covers with the outline's (``px``: :func:`pixels_around` of it),
     leaving out the pixels where something measured in front of the mesh hides it."""
     origin, dirs, depth, own = px

@@ -1,0 +1,60 @@
+"""A standing box given the neck its points show above it: a square bottle's, not a carton's top."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import trimesh
+
+from real2sim.fitscore import render_depth
+from real2sim.necks import add_neck
+from real2sim.overlays import look_at
+from real2sim.types import ObjectGeometry
+
+K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
+H, W = 240, 320
+T_WORLD_CAM = look_at(np.array([-0.5, -0.2, 0.4]), np.array([0.0, 0.0, 0.08]))
+BODY = np.array([0.055, 0.055, 0.13])  # a square bottle's body, standing
+NECK_R, NECK_H = 0.013, 0.03
+
+
+def _seen(obj: trimesh.Trimesh) -> tuple[types.SimpleNamespace, np.ndarray, np.ndarray]:
+    """The frame of ``obj`` on a table, its mask and its points in the world (m)."""
+    table = trimesh.creation.box((1.5, 1.5, 0.01))
+    table.apply_translation((0, 0, -0.005))
+    meshes = [(np.asarray(m.vertices), np.asarray(m.faces)) for m in (obj, table)]
+    depth, index, _ = render_depth(meshes, T_WORLD_CAM, K, H, W)
+    mask = index == 0
+    v, u = np.nonzero(mask)
+    cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones(len(u))], 1) * depth[v, u, None]
+    points = cam @ T_WORLD_CAM[:3, :3].T + T_WORLD_CAM[:3, 3]
+    return types.SimpleNamespace(K=K, depth=depth.astype(np.float32)), mask, points
+
+
+def _standing(extent: np.ndarray, points: np.ndarray) -> ObjectGeometry:
+    position = np.array([0.0, 0.0, extent[2] / 2])
+    box = trimesh.creation.box(extents=extent)
+    return ObjectGeometry("object_0", box, position, np.eye(4)[0], extent.copy(), points)
+
+
+def test_a_standing_square_bottle_gets_its_neck_and_a_carton_does_not() -> None:
+    body = trimesh.creation.box(extents=BODY)
+    body.apply_translation((0.0, 0.0, BODY[2] / 2))
+    neck = trimesh.creation.cylinder(radius=NECK_R, height=NECK_H, sections=48)
+    neck.apply_translation((0.0, 0.0, BODY[2] + NECK_H / 2))
+    frame, mask, points = _seen(trimesh.util.concatenate([body, neck]))
+    fitted = add_neck(_standing(BODY, points), frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
+    assert len(fitted.mesh.vertices) > 8
+    assert abs(fitted.extent[2] - (BODY[2] + NECK_H)) < 0.003 and np.allclose(fitted.extent[:2], BODY[:2])
+    top = fitted.mesh.vertices[fitted.mesh.vertices[:, 2] > fitted.mesh.bounds[1, 2] - 1e-6]
+    assert abs(np.ptp(top[:, 0]) / 2 - NECK_R) < 0.003  # the neck's radius, its top where the bottle's is
+    assert abs(fitted.position[2] - (BODY[2] + NECK_H) / 2) < 0.002  # still centred on its bounding box
+
+    carton = np.array([0.05, 0.08, 0.16])
+    box = trimesh.creation.box(extents=carton)
+    box.apply_translation((0.0, 0.0, carton[2] / 2))
+    frame, mask, points = _seen(box)
+    short = carton - [0.0, 0.0, 0.008]  # fitted 8 mm short: its points above it span the whole top
+    kept = add_neck(_standing(short, points), frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
+    assert len(kept.mesh.vertices) == 8 and np.allclose(kept.extent, short)
