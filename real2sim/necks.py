@@ -1,12 +1,13 @@
-"""A neck for a standing box: a square bottle's neck and cap, which a box stops short of.
+"""A neck for a fitted box: a square bottle's neck and cap, which a box stops short of.
 
 A box refined against the depth (:func:`real2sim.refine.refine_box`) ends at a square bottle's shoulder: a
 box as wide as the body up to the cap would cover table on either side of the neck. The neck is left out:
-on ClearGrasp's hand-marked standing bottles, much of what the render misses. :func:`add_neck` reads the
-object's points above the box in slices of :data:`SLICE_M` from the highest down: the slices narrower than
-:data:`NECK_SHARE` of the box's shorter side are the neck. It adds a cylinder standing on the box's top
-there (as wide as the points across the view, its axis a radius behind their front), up to their highest
-point or up to :data:`CAP_STEPS` slices above it (a cap's top often reads no depth), and keeps the height
+on ClearGrasp's hand-marked bottles, much of what the render misses. :func:`add_neck` reads the object's
+points beyond the box along its long axis (up when it stands taller than wide, else along its longer side
+on the table, at either end) in slices of :data:`SLICE_M` from the farthest in: the slices narrower across
+the view than :data:`NECK_SHARE` of the box's narrower side are the neck. It adds a cylinder on the box's end
+there (as wide as those points across the view, its axis a radius behind their front), out to their farthest
+point or up to :data:`CAP_STEPS` slices farther (a cap's end often reads no depth), and keeps the length
 under which the outline matches the object's silhouette in the photo best, by the rule of
 :mod:`real2sim.rounding`: better than the box alone by :data:`~real2sim.rounding.MIN_GAIN`, at no more than
 :data:`~real2sim.rounding.MAX_WORSE` more depth cost. The mesh is the box and the cylinder together (not
@@ -29,39 +30,44 @@ from simpact.core.rotations import quat_to_matrix
 __all__ = ["NECK_SHARE", "SLICE_M", "add_neck", "find_neck"]
 
 SLICE_M = 0.005
-"""Height (m) of the slices the points are read in."""
+"""Thickness (m) of the slices along the box's axis that the points are read in."""
 NECK_SHARE = 0.7
-"""A slice narrower than this share of the box's shorter side is neck."""
+"""A slice narrower across the view than this share of the box's narrower side is neck."""
 MIN_NECK_POINTS = 20
 """Points a neck needs."""
 CAP_STEPS = 6
-"""Slices the neck may rise above its highest point, for the outline to decide (a cap's top reads none)."""
+"""Slices the neck may reach beyond its farthest point, for the outline to decide (a cap's end reads none)."""
 
 
 def find_neck(
-    points: np.ndarray, top_m: float, width_m: float, view_xy: np.ndarray
+    local: np.ndarray, axis: int, end: float, width: float, view: np.ndarray
 ) -> tuple[np.ndarray, float, float] | None:
-    """The neck (its axis's (x, y), radius and top, m) of an object whose box reaches ``top_m`` and is
-    ``width_m`` across its shorter side, from its world points (N, 3) seen along ``view_xy`` (horizontal,
-    unit); None when the points above the box form none."""
-    z = points[:, 2]
-    highest = float(np.percentile(z, 99.5))
-    across = np.array([-view_xy[1], view_xy[0]])
-    start = highest
-    for lower in np.arange(highest - SLICE_M, top_m - SLICE_M, -SLICE_M):
-        part = points[(z >= lower) & (z < lower + SLICE_M)]
-        if len(part) >= 3 and np.ptp(part[:, :2] @ across) >= NECK_SHARE * width_m:
+    """The neck of a box from its points in the box's frame (N, 3; m, centred on the box) along its ``axis``
+    (0, 1, 2; negate the points for the other end) beyond ``end`` (half its length), the box ``width`` (m)
+    across its narrower side, seen along ``view`` (3,; the box's frame): its axis's place across the box's
+    (the two other coordinates, m), radius and how far it reaches along the axis (m); None when the points
+    beyond the box form none (module docstring)."""
+    t = local[:, axis]
+    across_axes = [i for i in range(3) if i != axis]
+    seen = view[across_axes] / max(float(np.linalg.norm(view[across_axes])), 1e-9)  # the view, across it
+    across = np.array([-seen[1], seen[0]])
+    flat = local[:, across_axes]
+    reach = float(np.percentile(t, 99.5))
+    start = reach
+    for lower in np.arange(reach - SLICE_M, end - SLICE_M, -SLICE_M):
+        part = flat[(t >= lower) & (t < lower + SLICE_M)] @ across
+        if len(part) >= 3 and np.ptp(part) >= NECK_SHARE * width:
             break  # the shoulder
         start = lower
-    neck = points[(z >= start) & (z <= highest)]
-    if len(neck) < MIN_NECK_POINTS or highest <= top_m:
+    neck = (t >= start) & (t <= reach)
+    if np.count_nonzero(neck) < MIN_NECK_POINTS or reach <= end:
         return None
-    side = neck[:, :2] @ across
-    lo, hi = np.percentile(side, [2.5, 97.5])
+    lo, hi = np.percentile(flat[neck] @ across, [2.5, 97.5])
     radius = float(hi - lo) / 2
-    front = float(np.percentile(neck[:, :2] @ view_xy, 2.5))  # the nearest points: the neck's front
-    centre = across * (lo + hi) / 2 + view_xy * (front + radius)
-    return centre, radius, highest
+    if 2 * radius >= NECK_SHARE * width:
+        return None  # as wide as the box: the box is short, not necked
+    front = float(np.percentile(flat[neck] @ seen, 2.5))  # the nearest points: the neck's front
+    return across * (lo + hi) / 2 + seen * (front + radius), radius, reach
 
 
 def add_neck(
@@ -71,37 +77,50 @@ def add_neck(
     mask: np.ndarray,
     silhouette: np.ndarray,
 ) -> ObjectGeometry:
-    """The standing box ``g`` with the neck of the module docstring, or ``g`` itself: ``mask`` is the
-    object's depth region (the depth cost's), ``silhouette`` its outline in the photo (the IoU's)."""
+    """The box ``g`` with the neck of the module docstring, or ``g`` itself: ``mask`` is the object's depth
+    region (the depth cost's), ``silhouette`` its outline in the photo (the IoU's)."""
     ext = np.asarray(g.extent, dtype=np.float64)
-    if g.points_world is None or ext[2] <= float(np.max(ext[:2])):
-        return g  # lying, or no taller than wide: no neck to look for
-    view = np.asarray(g.position[:2], dtype=np.float64) - T_world_cam[:2, 3]
-    top = float(g.position[2] + ext[2] / 2)
-    found = find_neck(g.points_world, top, float(np.min(ext[:2])), view / np.linalg.norm(view))
+    if g.points_world is None:
+        return g
     depth_px = pixels_around(frame, T_world_cam, mask)
     outline_px = pixels_around(frame, T_world_cam, silhouette)
-    if found is None or depth_px is None or outline_px is None:
+    if depth_px is None or outline_px is None:
         return g
-    centre, radius, highest = found
+    R = quat_to_matrix(g.quaternion)
+    local = (np.asarray(g.points_world, dtype=np.float64) - g.position) @ R  # the box's frame
+    # Its long axis: up when it stands taller than wide, else its longer side on the table (either end).
+    axis = 2 if ext[2] > float(np.max(ext[:2])) else int(np.argmax(ext[:2]))
+    ends = (1.0,) if axis == 2 else (1.0, -1.0)
     best, best_iou = g, outline_iou(g, outline_px) + MIN_GAIN
     worst_cost = (1.0 + MAX_WORSE) * depth_cost(g, depth_px)
-    for k in range(CAP_STEPS + 1):  # a cap's top often reads no depth: its height from the outline too
-        necked = _with_neck(g, centre, radius, top, highest + k * SLICE_M)
-        iou = outline_iou(necked, outline_px)
-        if iou > best_iou and depth_cost(necked, depth_px) <= worst_cost:
-            best, best_iou = necked, iou
+    view = R.T @ (np.asarray(g.position, dtype=np.float64) - T_world_cam[:3, 3])  # camera to box, box frame
+    width = float(np.min(np.delete(ext, axis)))
+    for sign in ends:
+        found = find_neck(sign * local, axis, ext[axis] / 2, width, sign * view)
+        if found is None:
+            continue
+        centre, radius, reach = found
+        for k in range(CAP_STEPS + 1):  # a cap's end often reads no depth: its length from the outline too
+            necked = _with_neck(g, axis, sign * centre, sign, radius, reach + k * SLICE_M)
+            iou = outline_iou(necked, outline_px)
+            if iou > best_iou and depth_cost(necked, depth_px) <= worst_cost:
+                best, best_iou = necked, iou
     return best
 
 
 def _with_neck(
-    g: ObjectGeometry, centre: np.ndarray, radius: float, bottom: float, top: float
+    g: ObjectGeometry, axis: int, centre: np.ndarray, sign: float, radius: float, reach: float
 ) -> ObjectGeometry:
-    """``g`` with a cylinder of ``radius`` about ``centre`` (x, y) from ``bottom`` to ``top`` (world, m)."""
-    cylinder = trimesh.creation.cylinder(radius=radius, height=top - bottom, sections=24)
-    R = quat_to_matrix(g.quaternion)
-    cylinder.apply_translation(R.T @ (np.array([*centre, (bottom + top) / 2]) - g.position))
+    """``g`` with a cylinder of ``radius`` along its ``axis``, through ``centre`` (its two other coordinates
+    in the box's frame, m), from the box's end on the ``sign`` side out to ``reach`` from its centre (m)."""
+    end = float(g.extent[axis]) / 2
+    cylinder = trimesh.creation.cylinder(radius=radius, height=reach - end, sections=24)
+    if axis != 2:
+        cylinder.apply_transform(trimesh.geometry.align_vectors([0.0, 0.0, 1.0], np.eye(3)[axis]))
+    place = np.insert(np.asarray(centre, dtype=np.float64), axis, sign * (end + reach) / 2)
+    cylinder.apply_translation(place)
     mesh = trimesh.util.concatenate([g.mesh, cylinder])
     shift = mesh.bounds.mean(axis=0)  # the mesh is centred on its bounding box
     mesh.apply_translation(-shift)
+    R = quat_to_matrix(g.quaternion)
     return dataclasses.replace(g, mesh=mesh, extent=mesh.extents.copy(), position=g.position + R @ shift)

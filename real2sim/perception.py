@@ -167,8 +167,8 @@ def perceive(
     labels (see :func:`real2sim.segment.segment`). At most ``max_points`` points per object are used, from
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
     each upright object is then refined against the depth (:mod:`real2sim.refine`), a box's edges rounded
-    where the photo's outline asks for it (:mod:`real2sim.rounding`) and a standing box given the neck its
-    points show above it (:mod:`real2sim.necks`). An object whose label names no shape (an unlabelled
+    where the photo's outline asks for it (:mod:`real2sim.rounding`) and a box given the neck its points
+    show beyond it (:mod:`real2sim.necks`). An object whose label names no shape (an unlabelled
     region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the depth around its
     mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.

@@ -1,4 +1,4 @@
-"""A standing box given the neck its points show above it: a square bottle's, not a carton's top."""
+"""A box given the neck its points show beyond it: a square bottle's, standing or lying; not a carton."""
 
 from __future__ import annotations
 
@@ -58,3 +58,17 @@ def test_a_standing_square_bottle_gets_its_neck_and_a_carton_does_not() -> None:
     short = carton - [0.0, 0.0, 0.008]  # fitted 8 mm short: its points above it span the whole top
     kept = add_neck(_standing(short, points), frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
     assert len(kept.mesh.vertices) == 8 and np.allclose(kept.extent, short)
+
+
+def test_a_lying_square_bottle_gets_its_neck_at_the_end_it_has_one() -> None:
+    length = BODY[2]
+    body = trimesh.creation.box(extents=(length, BODY[0], BODY[1]))
+    body.apply_translation((0.0, 0.0, BODY[1] / 2))
+    neck = trimesh.creation.cylinder(radius=NECK_R, height=NECK_H, sections=48)
+    neck.apply_transform(trimesh.geometry.align_vectors([0.0, 0.0, 1.0], [1.0, 0.0, 0.0]))
+    neck.apply_translation((-(length + NECK_H) / 2, 0.0, BODY[1] / 2))  # at the end away from +x
+    frame, mask, points = _seen(trimesh.util.concatenate([body, neck]))
+    box = np.array([length, BODY[0], BODY[1]])
+    fitted = add_neck(_standing(box, points), frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
+    assert abs(fitted.extent[0] - (length + NECK_H)) < 0.004 and np.allclose(fitted.extent[1:], box[1:])
+    assert abs(fitted.position[0] + NECK_H / 2) < 0.002  # grown towards -x, where the neck is
