@@ -123,4 +123,10 @@ def _with_neck(
     shift = mesh.bounds.mean(axis=0)  # the mesh is centred on its bounding box
     mesh.apply_translation(-shift)
     R = quat_to_matrix(g.quaternion)
-    return dataclasses.replace(g, mesh=mesh, extent=mesh.extents.copy(), position=g.position + R @ shift)
+    return dataclasses.replace(
+        g,
+        mesh=mesh,
+        extent=mesh.extents.copy(),
+        position=g.position + R @ shift,
+        neck_m=(radius, reach - end),
+    )

@@ -382,6 +382,8 @@ def _scene(
         }
         if g.edge_radii_m is not None:  # a box with rounded edges: along its longest side, the others
             entry["edge_radii_m"] = [round(float(r), 4) for r in g.edge_radii_m]
+        if g.neck_m is not None:  # a box with a bottle's neck: its radius and length
+            entry["neck_m"] = [round(float(v), 4) for v in g.neck_m]
         if p.kind == "rigid":
             unit = g.mesh.copy()
             unit.apply_scale(1.0 / extent)

@@ -106,6 +106,8 @@ class ObjectGeometry:
     edge_radii_m: tuple[float, float] | None = None
     """A box with rounded edges: the radius (m) of its four edges along its longest side and of its other
     eight (:mod:`real2sim.rounding`); None for any other shape."""
+    neck_m: tuple[float, float] | None = None
+    """A box with a bottle's neck on one end: the neck's radius and length (m) (:mod:`real2sim.necks`)."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""

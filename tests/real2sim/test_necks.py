@@ -50,6 +50,7 @@ def test_a_standing_square_bottle_gets_its_neck_and_a_carton_does_not() -> None:
     top = fitted.mesh.vertices[fitted.mesh.vertices[:, 2] > fitted.mesh.bounds[1, 2] - 1e-6]
     assert abs(np.ptp(top[:, 0]) / 2 - NECK_R) < 0.003  # the neck's radius, its top where the bottle's is
     assert abs(fitted.position[2] - (BODY[2] + NECK_H) / 2) < 0.002  # still centred on its bounding box
+    assert fitted.neck_m is not None and abs(fitted.neck_m[1] - NECK_H) < 0.003  # said in scene.json
 
     carton = np.array([0.05, 0.08, 0.16])
     box = trimesh.creation.box(extents=carton)

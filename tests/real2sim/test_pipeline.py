@@ -462,3 +462,37 @@ def test_the_robot_starts_above_the_tallest_object(rendered: tuple[Frame, Any], 
     )
     assert result.scene.robot.position[2] == pytest.approx(max(z, height_m + ROBOT_CLEARANCE_M))
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
+
+
+def test_a_bottle_with_a_neck_is_written_so_and_settles(rendered: tuple[Frame, Any], tmp_path: Path) -> None:
+    """A box with a neck on top (box and cylinder in one mesh, not convex): ``scene.json`` says the neck's
+    radius and length, and the scene (physics takes the mesh's hull) settles clean."""
+    from real2sim.necks import _with_neck
+    from real2sim.types import Segment
+
+    frame, _ = rendered
+    table = TablePlane(
+        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
+    )
+    body = np.array([0.055, 0.055, 0.13])
+    box = ObjectGeometry(
+        "bottle",
+        trimesh.creation.box(extents=body),
+        np.array([0.5, 0.25, body[2] / 2]),
+        np.array([1.0, 0, 0, 0]),
+        body,
+        np.zeros((0, 3)),
+    )
+    bottle = _with_neck(box, 2, np.zeros(2), 1.0, 0.013, body[2] / 2 + 0.03)
+    seg = Segment("bottle", np.zeros(frame.depth.shape, bool))
+
+    def one_bottle(frame: Frame, labels: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(table=table, segments=[seg], objects=[bottle], timings_s={}, warnings=[])
+
+    out = tmp_path / "necked"
+    result = run_real2sim(
+        frame, labels=["bottle"], perceive_fn=one_bottle, out=out, config=Real2SimConfig(settle_s=0.2)
+    )
+    entry = json.loads((out / "scene.json").read_text())["objects"][0]
+    assert entry["neck_m"] == [0.013, 0.03] and entry["extent"][2] == pytest.approx(0.16)
+    assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
