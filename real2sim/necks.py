@@ -49,7 +49,10 @@ def find_neck(
     beyond the box form none (module docstring)."""
     t = local[:, axis]
     across_axes = [i for i in range(3) if i != axis]
-    seen = view[across_axes] / max(float(np.linalg.norm(view[across_axes])), 1e-9)  # the view, across it
+    sideways = float(np.linalg.norm(view[across_axes]))
+    if sideways < 0.2 * float(np.linalg.norm(view)):
+        return None  # seen along its axis: no width across the view to read
+    seen = view[across_axes] / sideways  # the view, across the axis
     across = np.array([-seen[1], seen[0]])
     flat = local[:, across_axes]
     reach = float(np.percentile(t, 99.5))
@@ -64,7 +67,7 @@ def find_neck(
         return None
     lo, hi = np.percentile(flat[neck] @ across, [2.5, 97.5])
     radius = float(hi - lo) / 2
-    if 2 * radius >= NECK_SHARE * width:
+    if not 0.0 < 2 * radius < NECK_SHARE * width:
         return None  # as wide as the box: the box is short, not necked
     front = float(np.percentile(flat[neck] @ seen, 2.5))  # the nearest points: the neck's front
     return across * (lo + hi) / 2 + seen * (front + radius), radius, reach

@@ -73,3 +73,14 @@ def test_a_lying_square_bottle_gets_its_neck_at_the_end_it_has_one() -> None:
     fitted = add_neck(_standing(box, points), frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
     assert abs(fitted.extent[0] - (length + NECK_H)) < 0.004 and np.allclose(fitted.extent[1:], box[1:])
     assert abs(fitted.position[0] + NECK_H / 2) < 0.002  # grown towards -x, where the neck is
+
+
+def test_no_neck_is_read_along_the_view() -> None:
+    from real2sim.necks import find_neck
+
+    rng = np.random.default_rng(0)
+    neck = np.column_stack([rng.uniform(-0.01, 0.01, (200, 2)), rng.uniform(0.065, 0.09, 200)])
+    body = np.column_stack([rng.uniform(-0.027, 0.027, (400, 2)), rng.uniform(-0.065, 0.065, 400)])
+    points = np.vstack([body, neck])
+    assert find_neck(points, 2, 0.065, 0.055, np.array([1.0, 0.0, -0.5])) is not None  # seen from the side
+    assert find_neck(points, 2, 0.065, 0.055, np.array([0.05, 0.0, -1.0])) is None  # from straight above
