@@ -8,10 +8,10 @@ on the table, at either end) in slices of :data:`SLICE_M` from the farthest in: 
 the view than :data:`NECK_SHARE` of the box's narrower side are the neck. It adds a cylinder on the box's end
 there (as wide as those points across the view, its axis a radius behind their front), out to their farthest
 point or up to :data:`CAP_STEPS` slices farther (a cap's end often reads no depth), and keeps the length
-under which the outline matches the object's silhouette in the photo best, by the rule of
-:mod:`real2sim.rounding`: better than the box alone by :data:`~real2sim.rounding.MIN_GAIN`, at no more than
-:data:`~real2sim.rounding.MAX_WORSE` more depth cost. The mesh is the box and the cylinder together (not
-their hull: the shoulders stay square); physics takes its convex hull.
+under which the outline matches the object's silhouette in the photo best, by the rounding's rule
+(:func:`real2sim.rounding.best_by_outline`: better than the box alone by 0.02 IoU or more, at no more than
+10 % more depth cost). The mesh is the box and the cylinder together (not their hull: the shoulders stay
+square); physics takes its convex hull.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import dataclasses
 import numpy as np
 import trimesh
 
-from real2sim.refine import pixels_around
-from real2sim.rounding import MAX_WORSE, MIN_GAIN, depth_cost, outline_iou
+from real2sim.rounding import best_by_outline
 from real2sim.types import ObjectGeometry
 from simpact.core.frame import Frame
 from simpact.core.rotations import quat_to_matrix
@@ -82,33 +81,26 @@ def add_neck(
 ) -> ObjectGeometry:
     """The box ``g`` with the neck of the module docstring, or ``g`` itself: ``mask`` is the object's depth
     region (the depth cost's), ``silhouette`` its outline in the photo (the IoU's)."""
-    ext = np.asarray(g.extent, dtype=np.float64)
     if g.points_world is None:
         return g
-    depth_px = pixels_around(frame, T_world_cam, mask)
-    outline_px = pixels_around(frame, T_world_cam, silhouette)
-    if depth_px is None or outline_px is None:
-        return g
+    ext = np.asarray(g.extent, dtype=np.float64)
     R = quat_to_matrix(g.quaternion)
     local = (np.asarray(g.points_world, dtype=np.float64) - g.position) @ R  # the box's frame
     # Its long axis: up when it stands taller than wide, else its longer side on the table (either end).
     axis = 2 if ext[2] > float(np.max(ext[:2])) else int(np.argmax(ext[:2]))
-    ends = (1.0,) if axis == 2 else (1.0, -1.0)
-    best, best_iou = g, outline_iou(g, outline_px) + MIN_GAIN
-    worst_cost = (1.0 + MAX_WORSE) * depth_cost(g, depth_px)
     view = R.T @ (np.asarray(g.position, dtype=np.float64) - T_world_cam[:3, 3])  # camera to box, box frame
     width = float(np.min(np.delete(ext, axis)))
-    for sign in ends:
+    necked = []
+    for sign in (1.0,) if axis == 2 else (1.0, -1.0):
         found = find_neck(sign * local, axis, ext[axis] / 2, width, sign * view)
-        if found is None:
-            continue
-        centre, radius, reach = found
-        for k in range(CAP_STEPS + 1):  # a cap's end often reads no depth: its length from the outline too
-            necked = _with_neck(g, axis, sign * centre, sign, radius, reach + k * SLICE_M)
-            iou = outline_iou(necked, outline_px)
-            if iou > best_iou and depth_cost(necked, depth_px) <= worst_cost:
-                best, best_iou = necked, iou
-    return best
+        if found is not None:
+            centre, radius, reach = found
+            # A cap's end often reads no depth: its length from the outline too.
+            necked += [(sign * centre, sign, radius, reach + k * SLICE_M) for k in range(CAP_STEPS + 1)]
+    if not necked:
+        return g
+    variants = (_with_neck(g, axis, *n) for n in necked)
+    return best_by_outline(g, variants, frame, T_world_cam, mask, silhouette)
 
 
 def _with_neck(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Iterable
 
 import numpy as np
 import trimesh
@@ -28,8 +29,7 @@ __all__ = [
     "END_SHARES",
     "MAX_WORSE",
     "MIN_GAIN",
-    "depth_cost",
-    "outline_iou",
+    "best_by_outline",
     "round_box",
     "rounded_box",
 ]
@@ -69,31 +69,47 @@ def round_box(
 ) -> ObjectGeometry:
     """The fitted box ``g`` with the rounding of the module docstring, or ``g`` itself: ``mask`` is the
     object's depth region (the depth cost's), ``silhouette`` its outline in the photo (the IoU's)."""
+    half = float(np.min(g.extent)) / 2 * 0.999  # a radius of the whole half leaves no flat face to build
+    radii = [
+        (along * half, ends * half)
+        for along, ends in itertools.product(ALONG_SHARES, END_SHARES)
+        if 0.0 < along + ends <= 1.0
+    ]
+    rounded = (dataclasses.replace(g, mesh=rounded_box(g.extent, *r), edge_radii_m=r) for r in radii)
+    return best_by_outline(g, rounded, frame, T_world_cam, mask, silhouette)
+
+
+def best_by_outline(
+    g: ObjectGeometry,
+    variants: Iterable[ObjectGeometry],
+    frame: Frame,
+    T_world_cam: np.ndarray,
+    mask: np.ndarray,
+    silhouette: np.ndarray,
+) -> ObjectGeometry:
+    """Of ``g`` and its ``variants``, the one whose outline matches ``silhouette`` (the object's outline in
+    the photo) best, a variant only when that raises the IoU by :data:`MIN_GAIN` or more at no more than
+    :data:`MAX_WORSE` more depth cost over ``mask`` (its depth region) than ``g``'s."""
     depth_px = pixels_around(frame, T_world_cam, mask)
     outline_px = pixels_around(frame, T_world_cam, silhouette)
     if depth_px is None or outline_px is None:
         return g
-    cost0, iou0 = depth_cost(g, depth_px), outline_iou(g, outline_px)
-    best, best_iou = g, iou0 + MIN_GAIN
-    half = float(np.min(g.extent)) / 2 * 0.999  # a radius of the whole half leaves no flat face to build
-    for along, ends in itertools.product(ALONG_SHARES, END_SHARES):
-        if along + ends > 1.0 or along + ends == 0.0:
-            continue
-        radii = (along * half, ends * half)
-        rounded = dataclasses.replace(g, mesh=rounded_box(g.extent, *radii), edge_radii_m=radii)
-        iou = outline_iou(rounded, outline_px)
-        if iou > best_iou and depth_cost(rounded, depth_px) <= (1.0 + MAX_WORSE) * cost0:
-            best, best_iou = rounded, iou
+    worst_cost = (1.0 + MAX_WORSE) * _depth_cost(g, depth_px)
+    best, best_iou = g, _outline_iou(g, outline_px) + MIN_GAIN
+    for variant in variants:
+        iou = _outline_iou(variant, outline_px)
+        if iou > best_iou and _depth_cost(variant, depth_px) <= worst_cost:
+            best, best_iou = variant, iou
     return best
 
 
-def depth_cost(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
+def _depth_cost(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
     """:func:`real2sim.refine.pixel_cost` (m) of the posed mesh over ``px`` (:func:`pixels_around`)."""
     origin, dirs, depth, own = px
     return pixel_cost(cast_at(g, origin, dirs), depth, own)
 
 
-def outline_iou(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
+def _outline_iou(g: ObjectGeometry, px: tuple[np.ndarray, ...]) -> float:
     """IoU of the pixels the posed mesh covers with the outline's (``px``: :func:`pixels_around` of it),
     leaving out the pixels where something measured in front of the mesh hides it."""
     origin, dirs, depth, own = px
