@@ -17,6 +17,7 @@ __all__ = [
     "fit_overlay",
     "look_at",
     "mask_overlay",
+    "project_points",
     "save_png",
     "shaded_render",
     "side_by_side",
@@ -117,7 +118,7 @@ def look_at(
     return T
 
 
-def _project(
+def project_points(
     points_world: np.ndarray, T_world_cam: np.ndarray, K: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pixel coordinates (N, 2) and depths (N,) of world points seen by the camera at ``T_world_cam``."""
@@ -162,7 +163,7 @@ def _wireframe(
 ) -> None:
     import cv2
 
-    uv, z = _project(vertices_world, T_world_cam, K)
+    uv, z = project_points(vertices_world, T_world_cam, K)
     edges = _edges(faces)
     if not len(edges):
         return
@@ -195,7 +196,7 @@ def cloud_mesh_overlay(
     left = np.ascontiguousarray((rgb.astype(np.float32) * 0.6).astype(np.uint8))
     for i, (name, verts, faces) in enumerate(meshes):
         _wireframe(left, verts, faces, T_world_cam, K, colour(i))
-        uv, z = _project(verts, T_world_cam, K)
+        uv, z = project_points(verts, T_world_cam, K)
         good = (z > 0) & np.all(np.isfinite(uv), axis=1)
         if good.any():
             _label(left, name, (int(uv[good, 0].min()), int(uv[good, 1].min()) - 4), colour(i))
@@ -213,7 +214,7 @@ def cloud_mesh_overlay(
     eye = focus_world + rot @ eye0
     T_view = look_at(eye, focus_world)
     right = np.full((h, w, 3), 255, np.uint8)
-    _splat(right, *_project(points_world, T_view, K), point_colours, radius=1)
+    _splat(right, *project_points(points_world, T_view, K), point_colours, radius=1)
     for i, (_, verts, faces) in enumerate(meshes):
         _wireframe(right, verts, faces, T_view, K, colour(i))
     _label(left, "meshes over the photo", (8, 20), (255, 255, 255), 0.6)

@@ -23,6 +23,7 @@ from real2sim.necks import add_neck
 from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.outline import outline_kind
 from real2sim.pose import estimate_pose
+from real2sim.prisms import add_prism
 from real2sim.refine import mesh_cost, refine_box, refine_frustum, refine_hull, refine_vessel
 from real2sim.rounding import round_box
 from real2sim.segment import AssignFn, segment
@@ -168,9 +169,10 @@ def perceive(
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
     each upright object is then refined against the depth (:mod:`real2sim.refine`), a box's edges rounded
     where the photo's outline asks for it (:mod:`real2sim.rounding`) and a box given the neck its points
-    show beyond it (:mod:`real2sim.necks`). An object whose label names no shape (an unlabelled
-    region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the depth around its
-    mask best is kept. An object the segmenter found lying on another
+    show beyond it (:mod:`real2sim.necks`); a mirror-completed hull whose points lie mostly on one face is
+    tried as that face's outline extruded back (:mod:`real2sim.prisms`). An object whose label names no
+    shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the
+    depth around its mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
@@ -222,6 +224,10 @@ def perceive(
             g = round_box(g, frame, on.T_world_cam, seg.mask, seg.seen)
             g = add_neck(g, frame, on.T_world_cam, seg.mask, seg.seen)
             timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
+        elif _extrudable(g) and refine:
+            t0 = time.perf_counter()
+            g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen)
+            timings["prism"] = timings.get("prism", 0.0) + time.perf_counter() - t0
         if support is not None:
             g = _lifted(g, support)
         kept_segments.append(seg)
@@ -234,6 +240,14 @@ def _roundable(g: ObjectGeometry) -> bool:
     """Whether ``g`` is a fitted box large enough to be refined, whose edges may be rounded."""
     box = g.symmetry == "box" and len(g.mesh.vertices) == 8
     return box and g.shape_source == "geometric" and float(np.max(g.extent)) >= MIN_REFINE_SIZE_M
+
+
+def _extrudable(g: ObjectGeometry) -> bool:
+    """Whether ``g`` is a mirror-completed hull large enough to be refined: one that may be a flat object's
+    prism (:mod:`real2sim.prisms`). Not a solid of revolution: a slim can's front arc lies within a few mm
+    of a plane, and its prism would pass for a fit."""
+    hull = g.symmetry == "mirror" and not g.concave
+    return hull and g.shape_source == "geometric" and float(np.max(g.extent)) >= MIN_REFINE_SIZE_M
 
 
 def _raised(table: TablePlane, height_m: float) -> TablePlane:

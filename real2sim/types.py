@@ -108,6 +108,9 @@ class ObjectGeometry:
     eight (:mod:`real2sim.rounding`); None for any other shape."""
     neck_m: tuple[float, float] | None = None
     """A box with a bottle's neck on one end: the neck's radius and length (m) (:mod:`real2sim.necks`)."""
+    prism_depth_m: float | None = None
+    """A prism, the outline of the face it shows the camera extruded straight back: that depth (m)
+    (:mod:`real2sim.prisms`)."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""

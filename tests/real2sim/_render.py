@@ -37,3 +37,33 @@ def ground_truth(obj: Any) -> tuple[np.ndarray, np.ndarray]:
 def without_calibration(frame: Frame) -> Frame:
     """The same frame with no T_base_cam."""
     return Frame(frame.rgb, frame.depth, frame.K, None, frame.masks, dict(frame.mask_names))
+
+
+def plus_outline(arm: float, width: float) -> np.ndarray:
+    """A plus sign's outline (12 x 2, counter-clockwise, m): arms ``arm`` long end to end, ``width`` wide."""
+    a, b = arm / 2, width / 2
+    quarter = np.array([(-b, -a), (b, -a), (b, -b)])  # an arm's end and the corner after it
+    turn = np.array([[0.0, 1.0], [-1.0, 0.0]])  # a quarter turn counter-clockwise (row vectors)
+    return np.vstack([quarter @ np.linalg.matrix_power(turn, k) for k in range(4)])
+
+
+def seen_on_table(
+    obj: Any, T_world_cam: np.ndarray, K: np.ndarray, h: int, w: int
+) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The frame (``K`` and depth only) of the trimesh ``obj`` on a table seen from ``T_world_cam``, its mask
+    and its points in the world (m)."""
+    import types
+
+    import trimesh
+
+    from real2sim.fitscore import render_depth
+
+    table = trimesh.creation.box((1.5, 1.5, 0.01))
+    table.apply_translation((0, 0, -0.005))
+    meshes = [(np.asarray(m.vertices), np.asarray(m.faces)) for m in (obj, table)]
+    depth, index, _ = render_depth(meshes, T_world_cam, K, h, w)
+    mask = index == 0
+    v, u = np.nonzero(mask)
+    cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones(len(u))], 1) * depth[v, u, None]
+    points = cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
+    return types.SimpleNamespace(K=K, depth=depth.astype(np.float32)), mask, points

@@ -7,10 +7,11 @@ import types
 import numpy as np
 import trimesh
 
-from real2sim.fitscore import render_depth
 from real2sim.necks import add_neck
 from real2sim.overlays import look_at
 from real2sim.types import ObjectGeometry
+
+from ._render import seen_on_table
 
 K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
 H, W = 240, 320
@@ -21,15 +22,7 @@ NECK_R, NECK_H = 0.013, 0.03
 
 def _seen(obj: trimesh.Trimesh) -> tuple[types.SimpleNamespace, np.ndarray, np.ndarray]:
     """The frame of ``obj`` on a table, its mask and its points in the world (m)."""
-    table = trimesh.creation.box((1.5, 1.5, 0.01))
-    table.apply_translation((0, 0, -0.005))
-    meshes = [(np.asarray(m.vertices), np.asarray(m.faces)) for m in (obj, table)]
-    depth, index, _ = render_depth(meshes, T_WORLD_CAM, K, H, W)
-    mask = index == 0
-    v, u = np.nonzero(mask)
-    cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones(len(u))], 1) * depth[v, u, None]
-    points = cam @ T_WORLD_CAM[:3, :3].T + T_WORLD_CAM[:3, 3]
-    return types.SimpleNamespace(K=K, depth=depth.astype(np.float32)), mask, points
+    return seen_on_table(obj, T_WORLD_CAM, K, H, W)
 
 
 def _standing(extent: np.ndarray, points: np.ndarray) -> ObjectGeometry:

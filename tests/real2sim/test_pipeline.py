@@ -464,16 +464,30 @@ def test_the_robot_starts_above_the_tallest_object(rendered: tuple[Frame, Any], 
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
 
 
+def _alone(frame: Frame, g: ObjectGeometry, out: Path) -> tuple[dict[str, Any], Any]:
+    """``g`` as the one object real2sim perceives on ``frame``'s table (base frame, table at z = 0): its
+    ``scene.json`` entry and the run's result (0.2 s settle)."""
+    from real2sim.types import Segment
+
+    table = TablePlane(
+        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
+    )
+    seg = Segment(g.label, np.zeros(frame.depth.shape, bool))
+
+    def only_g(frame: Frame, labels: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(table=table, segments=[seg], objects=[g], timings_s={}, warnings=[])
+
+    result = run_real2sim(
+        frame, labels=[g.label], perceive_fn=only_g, out=out, config=Real2SimConfig(settle_s=0.2)
+    )
+    return json.loads((out / "scene.json").read_text())["objects"][0], result
+
+
 def test_a_bottle_with_a_neck_is_written_so_and_settles(rendered: tuple[Frame, Any], tmp_path: Path) -> None:
     """A box with a neck on top (box and cylinder in one mesh, not convex): ``scene.json`` says the neck's
     radius and length, and the scene (physics takes the mesh's hull) settles clean."""
     from real2sim.necks import _with_neck
-    from real2sim.types import Segment
 
-    frame, _ = rendered
-    table = TablePlane(
-        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
-    )
     body = np.array([0.055, 0.055, 0.13])
     box = ObjectGeometry(
         "bottle",
@@ -484,15 +498,27 @@ def test_a_bottle_with_a_neck_is_written_so_and_settles(rendered: tuple[Frame, A
         np.zeros((0, 3)),
     )
     bottle = _with_neck(box, 2, np.zeros(2), 1.0, 0.013, body[2] / 2 + 0.03)
-    seg = Segment("bottle", np.zeros(frame.depth.shape, bool))
-
-    def one_bottle(frame: Frame, labels: Any, **_: Any) -> Any:
-        return types.SimpleNamespace(table=table, segments=[seg], objects=[bottle], timings_s={}, warnings=[])
-
-    out = tmp_path / "necked"
-    result = run_real2sim(
-        frame, labels=["bottle"], perceive_fn=one_bottle, out=out, config=Real2SimConfig(settle_s=0.2)
-    )
-    entry = json.loads((out / "scene.json").read_text())["objects"][0]
+    entry, result = _alone(rendered[0], bottle, tmp_path / "necked")
     assert entry["neck_m"] == [0.013, 0.03] and entry["extent"][2] == pytest.approx(0.16)
+    assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
+
+
+def test_a_prism_is_written_so_and_settles(rendered: tuple[Frame, Any], tmp_path: Path) -> None:
+    """A plus-shaped block standing on one arm (a face's outline extruded, concave): ``scene.json`` says its
+    depth, gives it convex parts (physics does not fill its corners in), and the scene settles clean."""
+    import manifold3d
+
+    from ._render import plus_outline
+
+    solid = manifold3d.CrossSection([plus_outline(0.08, 0.026)]).extrude(0.03).translate((0.0, 0.0, -0.015))
+    m = solid.to_mesh()
+    mesh = trimesh.Trimesh(np.asarray(m.vert_properties)[:, :3], np.asarray(m.tri_verts))
+    mesh.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1.0, 0.0, 0.0]))  # face to -y
+    block = ObjectGeometry(
+        "block", mesh, np.array([0.5, 0.25, 0.04]), np.array([1.0, 0, 0, 0]), mesh.extents, np.zeros((0, 3))
+    )
+    block = dataclasses.replace(block, concave=True, prism_depth_m=0.03)
+    entry, result = _alone(rendered[0], block, tmp_path / "prism")
+    assert entry["prism_depth_m"] == 0.03 and entry["extent"] == pytest.approx([0.08, 0.03, 0.08])
+    assert entry["convex_parts"] >= 3  # the plus's arms, apart
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]

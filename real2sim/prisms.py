@@ -1,0 +1,190 @@
+"""A flat-faced object's own outline: a prism extruded back from the face it shows the camera.
+
+A mirror-completed hull is convex: a flower-shaped holder, a star, a letter, a puzzle piece come out filled
+in between their lobes. When at least :data:`MIN_FACE_SHARE` of an object's points lie on one plane (within
+:data:`FACE_TOL_M`), :func:`add_prism` tries, as its shape, that face's outline extruded straight back (away
+from the camera) through a depth D.
+
+The outline comes from the photo, not from the face's points (their edges are eroded and noisy). Seen from
+the camera, such a prism's silhouette is its front face's outline swept along the image of the extrusion
+(the back face is the front one shifted by the projection of -D n); so the front face's outline is the
+silhouette eroded by that sweep (:func:`eroded_by_sweep`), cast back onto the face's plane
+(:func:`face_outline`), grown by half a pixel (the traced outline runs through the edge pixels' centres); a
+prism that stops just above the table, where the segmenter leaves a band out of the silhouette, has its
+lowest band carried down to it (:data:`MAX_FOOT_M`). D ranges over :data:`DEPTH_STEPS` values from the
+points' own depth behind the face to the fitted shape's depth along its normal, and the rounding's rule
+decides (:func:`real2sim.rounding.best_by_outline`): a prism is kept when its outline matches the silhouette
+better by 0.02 IoU or more at no more than 10 % more depth cost. That cost is taken over the depth region's
+pixels inside the silhouette: a prism's outline is the silhouette's by construction, and the depth region's
+edges outside it (a stereo camera's fattened edges) would count against what it was built to match. The mesh
+is concave: physics takes its convex decomposition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import trimesh
+
+from real2sim.overlays import project_points
+from real2sim.rounding import best_by_outline
+from real2sim.table import ransac_plane
+from real2sim.types import ObjectGeometry
+from simpact.core.frame import Frame
+from simpact.core.rotations import quat_to_matrix
+
+__all__ = ["DEPTH_STEPS", "FACE_TOL_M", "MIN_FACE_SHARE", "add_prism", "eroded_by_sweep", "face_outline"]
+
+MIN_FACE_SHARE = 0.5
+"""Share of an object's points one plane must hold for the object to be tried as a prism."""
+FACE_TOL_M = 0.002
+"""Distance (m) from the plane within which a point is on the face."""
+DEPTH_STEPS = 8
+"""Extrusion depths tried."""
+MIN_DEPTH_M = 0.01
+"""Shallowest extrusion tried (m)."""
+MAX_FOOT_M = 0.015
+"""A prism whose lowest point is this close (m) above the table is drawn down to it, its outline's lowest
+part carried down (the segmenter leaves the band just above the table out of an object's silhouette)."""
+FOOT_BAND_M = 0.002
+"""Height (m) of the prism's lowest band that is carried down to the table."""
+OUTLINE_TOL_M = 0.001
+"""Largest distance (m) of the simplified outline from the silhouette's traced one."""
+
+
+def eroded_by_sweep(mask: np.ndarray, shift_px: np.ndarray) -> np.ndarray:
+    """The pixels ``p`` of ``mask`` (H, W bool) for which ``p + s * shift_px`` lies in ``mask`` for every
+    ``s`` in [0, 1] (``shift_px``: (dx, dy) pixels): what is left of a silhouette once the sweep that made
+    it is taken away (a morphological erosion by the swept segment, in one-pixel steps)."""
+    steps = int(np.ceil(np.max(np.abs(shift_px))))
+    out = mask.copy()
+    h, w = mask.shape
+    for k in range(1, steps + 1):
+        dx, dy = (int(v) for v in np.round(np.asarray(shift_px) * k / steps))
+        moved = np.zeros_like(mask)  # moved[y, x] = mask[y + dy, x + dx]
+        moved[max(-dy, 0) : h - max(dy, 0), max(-dx, 0) : w - max(dx, 0)] = mask[
+            max(dy, 0) : h - max(-dy, 0), max(dx, 0) : w - max(-dx, 0)
+        ]
+        out &= moved
+    return out
+
+
+def face_outline(
+    silhouette: np.ndarray,
+    frame: Frame,
+    T_world_cam: np.ndarray,
+    face: tuple[np.ndarray, np.ndarray, np.ndarray],
+    depth_m: float,
+) -> np.ndarray | None:
+    """The front face's outline (M, 2; m, in the plane's axes ``u``, ``v`` from ``centre``) of a prism of
+    ``depth_m`` whose front face lies in the plane ``face`` = (centre, normal towards the camera, u) and
+    whose silhouette in the photo is ``silhouette``; None when nothing is left of it."""
+    import cv2
+
+    centre, normal, u = face
+    v = np.cross(normal, u)
+    ends, _ = project_points(np.array([centre, centre - depth_m * normal]), T_world_cam, frame.K)
+    back = ends[1] - ends[0]  # the image of the extrusion (px)
+    front = eroded_by_sweep(silhouette.astype(bool), back)
+    contours, _ = cv2.findContours(front.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    if not contours:
+        return None
+    traced = max(contours, key=cv2.contourArea)[:, 0, :].astype(np.float64)  # (x, y) pixel centres
+    K, R, camera = frame.K, T_world_cam[:3, :3], T_world_cam[:3, 3]
+    y = (traced[:, 1] - K[1, 2]) / K[1, 1]
+    x = (traced[:, 0] - K[0, 2] - K[0, 1] * y) / K[0, 0]
+    rays = np.column_stack([x, y, np.ones(len(x))]) @ R.T
+    points = camera + rays * (((centre - camera) @ normal) / (rays @ normal))[:, None]
+    flat = ((points - centre) @ np.column_stack([u, v])).astype(np.float32)
+    polygon = cv2.approxPolyDP(flat[:, None, :], OUTLINE_TOL_M, True)[:, 0, :].astype(np.float64)
+    x, y = polygon[:, 0], polygon[:, 1]
+    area2 = float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))  # twice the signed area
+    if len(polygon) < 3 or area2 == 0.0:
+        return None
+    return polygon if area2 > 0 else polygon[::-1]  # counter-clockwise
+
+
+def add_prism(
+    g: ObjectGeometry, frame: Frame, T_world_cam: np.ndarray, mask: np.ndarray, silhouette: np.ndarray
+) -> ObjectGeometry:
+    """``g`` as the prism of the module docstring, or ``g`` itself: ``mask`` is the object's depth region,
+    ``silhouette`` its outline in the photo."""
+    face = _front_face(g, T_world_cam[:3, 3])
+    if face is None:
+        return g
+    centre, normal, _ = face
+    behind = float(np.percentile((centre - g.points_world) @ normal, 98))  # the points' depth behind the face
+    deepest = float(np.max((centre - g.world_vertices()) @ normal))  # the fitted shape's
+    low = max(behind, MIN_DEPTH_M)
+    depths = np.linspace(low, max(deepest, low), DEPTH_STEPS)
+    prisms = (_prism(g, frame, T_world_cam, silhouette, face, float(d)) for d in np.unique(depths))
+    built = (p for p in prisms if p is not None)
+    return best_by_outline(g, built, frame, T_world_cam, mask & silhouette, silhouette)
+
+
+def _front_face(g: ObjectGeometry, camera: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The plane of :data:`MIN_FACE_SHARE` or more of ``g``'s points: (centre, unit normal towards the
+    ``camera``, an in-plane axis ``u``: level where the face is not), least squares on its points; None
+    where no plane holds that many."""
+    points = np.asarray(g.points_world, dtype=np.float64)
+    if len(points) < 50:
+        return None
+    _, _, on = ransac_plane(points, FACE_TOL_M, 300, np.random.default_rng(0))
+    if len(on) < MIN_FACE_SHARE * len(points):
+        return None
+    centre = points[on].mean(axis=0)
+    normal = np.linalg.svd(points[on] - centre)[2][2]
+    if normal @ (camera - centre) < 0:
+        normal = -normal
+    u = np.cross(normal, [0.0, 0.0, 1.0])
+    if np.linalg.norm(u) < 0.3:  # a face looking up: any level axis
+        u = np.cross(normal, [1.0, 0.0, 0.0])
+    return centre, normal, u / np.linalg.norm(u)
+
+
+def _prism(
+    g: ObjectGeometry,
+    frame: Frame,
+    T_world_cam: np.ndarray,
+    silhouette: np.ndarray,
+    face: tuple[np.ndarray, np.ndarray, np.ndarray],
+    depth_m: float,
+) -> ObjectGeometry | None:
+    """``g`` with the prism of ``depth_m`` (m) whose front face lies in ``face`` (:func:`face_outline`), cut
+    at the table (z = 0) or drawn down to it (:data:`MAX_FOOT_M`); None when the silhouette leaves no
+    outline."""
+    import manifold3d
+
+    polygon = face_outline(silhouette, frame, T_world_cam, face, depth_m)
+    if polygon is None:
+        return None
+    centre, normal, u = face
+    axes = np.column_stack([u, np.cross(normal, u), normal])  # prism frame -> world: z along the normal
+    placed = np.column_stack([axes, centre - depth_m * normal])
+    # The traced outline runs through the silhouette's edge pixels' centres: grown by half a pixel.
+    half_px = 0.5 * float((centre - T_world_cam[:3, 3]) @ T_world_cam[:3, 2]) / float(frame.K[0, 0])
+    section = manifold3d.CrossSection([polygon]).offset(half_px, manifold3d.JoinType.Miter)
+    solid = section.extrude(depth_m).transform(placed)
+    solid = solid.trim_by_plane((0.0, 0.0, 1.0), 0.0)  # nothing under the table
+    gap = solid.bounding_box()[2]
+    if 0.0 < gap <= MAX_FOOT_M:  # down to the table: the band just above it is cut from the silhouette
+        top = gap + FOOT_BAND_M
+        lowest = solid.trim_by_plane((0.0, 0.0, -1.0), -top)  # its lowest band, carried straight down
+        solid = solid + lowest.project().extrude(top)
+    m = solid.to_mesh()
+    faces = np.asarray(m.tri_verts)
+    if len(faces) == 0:
+        return None
+    R = quat_to_matrix(g.quaternion)
+    mesh = trimesh.Trimesh((np.asarray(m.vert_properties)[:, :3] - g.position) @ R, faces, process=False)
+    shift = mesh.bounds.mean(axis=0)  # the mesh is centred on its bounding box
+    mesh.apply_translation(-shift)
+    return dataclasses.replace(
+        g,
+        mesh=mesh,
+        extent=mesh.extents.copy(),
+        position=g.position + R @ shift,
+        concave=True,
+        prism_depth_m=depth_m,
+    )

@@ -1,0 +1,116 @@
+"""A flat object's own outline: a prism extruded back from the face it shows, where its hull fills it in."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import trimesh
+
+from real2sim.fitscore import render_depth
+from real2sim.overlays import look_at
+from real2sim.prisms import add_prism, eroded_by_sweep
+from real2sim.types import ObjectGeometry
+
+from ._render import plus_outline, seen_on_table
+
+K = np.array([[600.0, 0.0, 160.0], [0.0, 600.0, 120.0], [0.0, 0.0, 1.0]])
+H, W = 240, 320
+CAMERA = np.array([-0.45, -0.2, 0.35])
+T_WORLD_CAM = look_at(CAMERA, np.array([0.0, 0.0, 0.04]))
+DEPTH_M = 0.03  # the prism's, along its face's normal
+
+
+def _cross_prism() -> trimesh.Trimesh:
+    """A plus-shaped block (arms 8 cm long, 2.6 cm wide, 3 cm deep) standing on the table on one arm, its
+    face turned to the camera (level): concave, its hull fills the four corners between its arms."""
+    mesh = _extruded(plus_outline(0.08, 0.026), DEPTH_M)
+    towards = np.array([CAMERA[0], CAMERA[1], 0.0]) / np.linalg.norm(CAMERA[:2])
+    mesh.apply_transform(trimesh.geometry.align_vectors([0.0, 0.0, 1.0], towards))  # its face to the camera
+    mesh.apply_translation(-mesh.bounds.mean(axis=0) + [0.0, 0.0, mesh.extents[2] / 2])
+    return mesh
+
+
+def _extruded(outline: np.ndarray, depth: float) -> trimesh.Trimesh:
+    """``outline`` (counter-clockwise, M x 2) extruded along z from 0 to ``depth`` (manifold3d)."""
+    import manifold3d
+
+    m = manifold3d.CrossSection([outline]).extrude(depth).to_mesh()
+    return trimesh.Trimesh(np.asarray(m.vert_properties)[:, :3], np.asarray(m.tri_verts))
+
+
+def _seen(obj: trimesh.Trimesh) -> tuple[types.SimpleNamespace, np.ndarray, np.ndarray]:
+    """The frame of ``obj`` on a table, its mask and its points in the world (m)."""
+    return seen_on_table(obj, T_WORLD_CAM, K, H, W)
+
+
+def _as_hull(obj: trimesh.Trimesh, points: np.ndarray) -> ObjectGeometry:
+    """``obj``'s convex hull posed where it stands: what a mirror-completed fit of it comes out as."""
+    hull = obj.convex_hull
+    centre = hull.bounds.mean(axis=0)
+    hull.apply_translation(-centre)
+    return ObjectGeometry("object_0", hull, centre, np.eye(4)[0], hull.extents.copy(), points, "mirror")
+
+
+def _silhouette(g: ObjectGeometry) -> np.ndarray:
+    depth, index, _ = render_depth([(g.world_vertices(), np.asarray(g.mesh.faces))], T_WORLD_CAM, K, H, W)
+    return index == 0
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a & b).sum()) / float((a | b).sum())
+
+
+def _swept(shape: np.ndarray, dx: int, dy: int) -> np.ndarray:
+    """``shape`` swept ``dx``, ``dy`` pixels (right, down) in one-pixel steps along x."""
+    out = shape.copy()
+    h, w = shape.shape
+    for k in range(1, dx + 1):
+        ky = round(dy * k / dx)
+        out[ky:, k:] |= shape[: h - ky, : w - k]
+    return out
+
+
+def test_a_sweep_is_taken_back_off_the_silhouette_it_made() -> None:
+    """A U (its notch across the sweep) swept 6 px right, and a block swept 6 right and 3 down, each eroded
+    by its sweep: the shape again."""
+    shape = np.zeros((60, 80), bool)
+    shape[10:40, 10:40] = True
+    block = shape.copy()
+    shape[10:30, 20:30] = False  # the notch
+    assert np.array_equal(eroded_by_sweep(_swept(shape, 6, 0), np.array([6.0, 0.0])), shape)
+    assert np.array_equal(eroded_by_sweep(_swept(block, 6, 3), np.array([6.0, 3.0])), block)
+    assert np.array_equal(eroded_by_sweep(shape, np.array([0.0, 0.0])), shape)
+
+
+def test_a_plus_shaped_block_becomes_its_prism() -> None:
+    obj = _cross_prism()
+    frame, mask, points = _seen(obj)
+    hull = _as_hull(obj, points)
+    fitted = add_prism(hull, frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
+    assert fitted.prism_depth_m is not None and fitted.concave
+    assert abs(fitted.prism_depth_m - DEPTH_M) < 0.006
+    assert _iou(_silhouette(hull), mask) < 0.85  # the hull fills the corners between the arms
+    assert _iou(_silhouette(fitted), mask) > 0.95
+    assert abs(fitted.mesh.volume - obj.volume) < 0.15 * obj.volume  # the hull's is 1.4 times the block's
+    assert fitted.world_vertices()[:, 2].min() > -1e-6  # nothing under the table
+
+
+def test_a_prism_whose_silhouette_stops_above_the_table_still_stands_on_it() -> None:
+    """The segmenter leaves the band just above the table out of the silhouette (here 8 mm)."""
+    obj = _cross_prism()
+    frame, mask, points = _seen(obj)
+    cut = mask.copy()
+    cut[mask] = points[:, 2] > 0.008
+    high = _as_hull(obj, points[points[:, 2] > 0.008])
+    footless = add_prism(high, frame, T_WORLD_CAM, cut, cut)  # type: ignore[arg-type]
+    assert footless.prism_depth_m is not None and abs(footless.world_vertices()[:, 2].min()) < 1e-6
+    assert _iou(_silhouette(footless), mask) > 0.95  # its lowest band carried down, not all of it
+
+
+def test_a_plain_block_keeps_its_hull() -> None:
+    block = trimesh.creation.box(extents=(0.08, 0.03, 0.08))
+    block.apply_translation((0.0, 0.0, 0.04))
+    frame, mask, points = _seen(block)
+    plain = _as_hull(block, points)
+    assert add_prism(plain, frame, T_WORLD_CAM, mask, mask) is plain  # no better outline to be had
