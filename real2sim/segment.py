@@ -86,6 +86,24 @@ TYPICAL_SIZES_M: dict[str, tuple[float, float, float]] = {
     "glass": (0.07, 0.07, 0.12),
     "bottle": (0.07, 0.07, 0.22),
     "carton": (0.07, 0.07, 0.2),  # a one-litre drinks carton
+    # Objects of the YCB set and of any workshop or kitchen, typical sizes (a prior, not a reference).
+    "drill": (0.06, 0.18, 0.19),  # a cordless drill lying on its side, battery on
+    "banana": (0.035, 0.04, 0.19),
+    "bleach": (0.065, 0.1, 0.25),  # a bleach cleanser bottle
+    "clamp": (0.03, 0.12, 0.17),
+    "scissors": (0.015, 0.09, 0.2),
+    "hammer": (0.03, 0.12, 0.33),
+    "marker": (0.018, 0.018, 0.12),
+    "apple": (0.075, 0.075, 0.075),
+    "orange": (0.073, 0.073, 0.073),
+    "lemon": (0.055, 0.055, 0.068),
+    "pear": (0.066, 0.066, 0.1),
+    "tuna": (0.085, 0.085, 0.033),  # a tuna fish can
+    "coffee can": (0.102, 0.102, 0.139),
+    "master chef can": (0.102, 0.102, 0.139),  # YCB's coffee can
+    "pitcher": (0.14, 0.17, 0.24),
+    "plate": (0.26, 0.26, 0.025),
+    "sponge": (0.014, 0.072, 0.114),
 }
 
 #: Words naming flat things lying on the table (found by colour among the table's pixels, not by height).
