@@ -41,6 +41,7 @@ from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
     EXPECTED_OBJECTS,
+    LABEL_POINTS,
     OBJECT_POINTS,
     REAL_FRAMES,
     YCB_SIZES_M,
@@ -252,6 +253,9 @@ def bench_real(
                 entry["settle_moved_cm"] = 100 * m.displacement
                 entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
         objects[name] = entry
+    for label, on in _on_their_objects(LABEL_POINTS.get(relpath, {}), result.perception.segments).items():
+        if result.labels.name_of(label) in objects:
+            objects[result.labels.name_of(label)]["on_its_object"] = on
     annotated = _against_reference_masks(reference_masks(path), result, objects)
     return {
         "frame": relpath,
@@ -273,6 +277,32 @@ def bench_real(
         "warnings": result.warnings,
         "out": str(out),
     }
+
+
+POINT_TOLERANCE_PX = 3
+"""A mask holds a hand-marked pixel when it covers a pixel this near it (px): a thin blade's mark."""
+
+
+def _on_their_objects(points: dict[str, tuple[int, int]], segments: Sequence[Any]) -> dict[str, bool]:
+    """Per label with a hand-marked pixel (``points``: label -> (column, row), :data:`LABEL_POINTS`):
+    whether the mask real2sim gave that label holds its pixel and no other label's (a label matched to the
+    wrong object, or a mask over two, is False; so is a label not found)."""
+    masks = {s.label: s.seen for s in segments}
+    r = POINT_TOLERANCE_PX
+    out = {}
+    for label in points:
+        mask = masks.get(label)
+        held = (
+            set()
+            if mask is None
+            else {
+                o
+                for o, (x, y) in points.items()
+                if mask[max(y - r, 0) : y + r + 1, max(x - r, 0) : x + r + 1].any()
+            }
+        )
+        out[label] = held == {label}
+    return out
 
 
 SPAN_SHARE = 0.15

@@ -111,6 +111,12 @@ def summarise(
                 sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
                 sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
             ],
+            "labels_on_their_objects": [  # of the labels with a hand-marked pixel (LABEL_POINTS)
+                sum(
+                    o.get("on_its_object") is True for r in real_frames for o in r.get("objects", {}).values()
+                ),
+                sum("on_its_object" in o for r in real_frames for o in r.get("objects", {}).values()),
+            ],
             "iou": summary_stats(values(real_frames, "iou")),
             "depth_residual_mm": summary_stats(values(real_frames, "depth_residual_mm")),
             "masks_spanning_two": sum(

@@ -187,6 +187,26 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     assert summarise([], [{**record, "masks_merging": 0}])[1]["real_no_mask_spans_two"] is True
 
 
+def test_a_label_is_on_its_object_when_its_mask_holds_its_marked_pixel_and_no_other() -> None:
+    from simpact.bench.real2sim import _on_their_objects
+    from simpact.bench.real2sim_report import summarise
+
+    box = np.zeros((20, 30), bool)
+    box[2:8, 2:12] = True
+    can = np.zeros((20, 30), bool)
+    can[10:18, 2:28] = True  # over the can's pixel and the drill's
+    points = {"box": (5, 5), "can": (5, 14), "drill": (25, 14), "banana": (27, 2)}
+    segments = [SimpleNamespace(label="box", seen=box), SimpleNamespace(label="can", seen=can)]
+    segments.append(SimpleNamespace(label="banana", seen=box))  # matched to the box
+    got = _on_their_objects(points, segments)
+    assert got == {"box": True, "can": False, "drill": False, "banana": False}  # can: over two; drill: none
+    segments[2] = SimpleNamespace(label="banana", seen=np.roll(box, 20, axis=1))  # within 3 px of its pixel
+    can[10:18, 20:] = False
+    assert _on_their_objects(points, segments) == {"box": True, "can": True, "drill": False, "banana": True}
+    objects = {k: {"on_its_object": v} for k, v in _on_their_objects(points, segments).items()}
+    assert summarise([], [{"frame": "f", "objects": objects}])[0]["real"]["labels_on_their_objects"] == [3, 4]
+
+
 def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -> None:
     from simpact.bench.real2sim import _match_instances
     from simpact.core.scene import SceneObject
