@@ -182,8 +182,9 @@ def _label_kind(label: str) -> str | None:
 
 
 #: A label's match to a region is kept only when its cost (colour, size, shape mismatch) is at most this; its
-#: confidence is ``exp(-cost)`` (so at least 0.20). Worse matches leave the label "not found" and the region
-#: "unlabelled" rather than forcing one onto the other.
+#: confidence is ``exp(-cost)`` (so at least 0.20; a label with no cue, matched by size order, at most one
+#: over the number of regions). Worse matches leave the label "not found" and the region "unlabelled" rather
+#: than forcing one onto the other.
 MAX_MATCH_COST = 1.6
 
 
@@ -192,7 +193,8 @@ def _assign_by_hints(
 ) -> dict[int, str]:
     """Hungarian matching of clusters to labels by colour words, size words, the size of objects the label
     names (:data:`TYPICAL_SIZES_M`, :data:`real2sim.datasets.YCB_SIZES_M`), shape words against the outline,
-    then size order."""
+    then size order. ``confidence`` receives each match's ``exp(-cost)``, at most 1 / (number of clusters) for
+    a label with none of those cues (matched by size order alone)."""
 
     n_c, n_l = len(clusters), len(labels)
     if n_c == 0 or n_l == 0:
@@ -202,6 +204,7 @@ def _assign_by_hints(
     rank[order] = np.arange(n_c) / max(n_c - 1, 1)  # 0 = largest, 1 = smallest
     cost = np.zeros((n_c, n_l))
     plain = 0
+    guessed = set()  # the labels matched by size order alone
     for j, label in enumerate(labels):
         words = label_words(label)
         colours = [w for w in words if w in COLOURS]
@@ -234,11 +237,17 @@ def _assign_by_hints(
         if not hinted:  # the k-th plain label prefers the k-th largest cluster
             cost[:, j] += 0.05 + 0.5 * np.abs(rank - plain / max(n_c - 1, 1))
             plain += 1  # (the 0.05: a label with a cue wins a contested region over one without)
+            guessed.add(j)
         cost[:, j] += 1e-3 * rank  # tie-break towards larger clusters
     rows, cols = linear_sum_assignment(cost)
     kept = {int(i): int(j) for i, j in zip(rows, cols) if cost[i, j] <= MAX_MATCH_COST}
-    if confidence is not None:
-        confidence.update({i: round(float(np.exp(-cost[i, j])), 3) for i, j in kept.items()})
+    if confidence is not None:  # a label matched by size order alone is a guess among the regions
+        confidence.update(
+            {
+                i: round(float(min(np.exp(-cost[i, j]), 1.0 / n_c if j in guessed else 1.0)), 3)
+                for i, j in kept.items()
+            }
+        )
     return {i: labels[j] for i, j in kept.items()}
 
 

@@ -71,6 +71,18 @@ def test_labels_match_regions_only_when_the_match_is_good() -> None:
     assert _assign_by_hints([big], ["tomato soup can"], {}) == {}
 
 
+def test_a_label_without_a_cue_is_matched_by_size_order_and_says_it_guessed() -> None:
+    """A label naming no colour, size or object the matcher knows goes to the region of its rank in size,
+    with a confidence no better than a guess among the regions (it was 0.95: banana on a cracker box)."""
+    can = _cluster((0.066, 0.066), 0.10, (200, 40, 40))
+    big = _cluster((0.16, 0.06), 0.21, (120, 120, 120))
+    small = _cluster((0.03, 0.02), 0.02, (30, 30, 30))
+    confidence: dict[int, float] = {}
+    mapping = _assign_by_hints([can, big, small], ["stapler", "tomato soup can"], confidence)
+    assert mapping == {1: "stapler", 0: "tomato soup can"}
+    assert confidence[1] <= 1 / 3 and confidence[0] > 0.5
+
+
 def test_a_handle_of_the_mugs_colour_joins_it_and_an_apple_does_not() -> None:
     from real2sim.clutter import merge_appendages
 
