@@ -169,8 +169,8 @@ def perceive(
     masks eroded by ``erode_px`` pixels (depth at silhouettes mixes object and background). With ``refine``,
     each upright object is then refined against the depth (:mod:`real2sim.refine`), a box's edges rounded
     where the photo's outline asks for it (:mod:`real2sim.rounding`) and a box given the neck its points
-    show beyond it (:mod:`real2sim.necks`); a mirror-completed hull whose points lie mostly on one face is
-    tried as that face's outline extruded back (:mod:`real2sim.prisms`). An object whose label names no
+    show beyond it (:mod:`real2sim.necks`); a mirror-completed hull is tried as its outline extruded, back
+    from a face its points show or up from the table (:mod:`real2sim.prisms`). An object whose label names no
     shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the
     depth around its mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.

@@ -384,7 +384,7 @@ def _scene(
             entry["edge_radii_m"] = [round(float(r), 4) for r in g.edge_radii_m]
         if g.neck_m is not None:  # a box with a bottle's neck: its radius and length
             entry["neck_m"] = [round(float(v), 4) for v in g.neck_m]
-        if g.prism_depth_m is not None:  # a face's outline extruded back: that depth
+        if g.prism_depth_m is not None:  # an outline extruded back from a face or up from the table
             entry["prism_depth_m"] = round(float(g.prism_depth_m), 4)
         if p.kind == "rigid":
             unit = g.mesh.copy()

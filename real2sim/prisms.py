@@ -1,9 +1,10 @@
-"""A flat-faced object's own outline: a prism extruded back from the face it shows the camera.
+"""An object's own outline, extruded: a prism back from the face it shows the camera, or up from the table.
 
-A mirror-completed hull is convex: a flower-shaped holder, a star, a letter, a puzzle piece come out filled
-in between their lobes. When at least :data:`MIN_FACE_SHARE` of an object's points lie on one plane (within
-:data:`FACE_TOL_M`), :func:`add_prism` tries, as its shape, that face's outline extruded straight back (away
-from the camera) through a depth D.
+A mirror-completed hull is convex: a flower-shaped holder, a star, a letter, a banana, a lying tool come out
+filled in between their lobes or inside their curve. :func:`add_prism` tries two prisms as their shape. When
+at least :data:`MIN_FACE_SHARE` of an object's points lie on one plane (within :data:`FACE_TOL_M`), that
+face's outline extruded straight back (away from the camera) through a depth D; and, for any, its outline
+seen from above extruded up from the table to a height D (the table is then the face, its normal down).
 
 The outline comes from the photo, not from the face's points (their edges are eroded and noisy). Seen from
 the camera, such a prism's silhouette is its front face's outline swept along the image of the extrusion
@@ -12,12 +13,13 @@ silhouette eroded by that sweep (:func:`eroded_by_sweep`), cast back onto the fa
 (:func:`face_outline`), grown by half a pixel (the traced outline runs through the edge pixels' centres); a
 prism that stops just above the table, where the segmenter leaves a band out of the silhouette, has its
 lowest band carried down to it (:data:`MAX_FOOT_M`). D ranges over :data:`DEPTH_STEPS` values from the
-points' own depth behind the face to the fitted shape's depth along its normal, and the rounding's rule
-decides (:func:`real2sim.rounding.best_by_outline`): a prism is kept when its outline matches the silhouette
-better by 0.02 IoU or more at no more than 10 % more depth cost. That cost is taken over the depth region's
-pixels inside the silhouette: a prism's outline is the silhouette's by construction, and the depth region's
-edges outside it (a stereo camera's fattened edges) would count against what it was built to match. The mesh
-is concave: physics takes its convex decomposition.
+points' own depth behind the face to the fitted shape's depth along its normal (from above:
+:data:`FOOTPRINT_PERCENTILES` of the points' heights), and the rounding's rule decides
+(:func:`real2sim.rounding.best_by_outline`): a prism is kept when its outline matches the silhouette better
+by 0.02 IoU or more at no more than 10 % more depth cost. That cost is taken over the depth region's pixels
+inside the silhouette: a prism's outline is the silhouette's by construction, and the depth region's edges
+outside it (a stereo camera's fattened edges) would count against what it was built to match. The mesh is
+concave: physics takes its convex decomposition.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ DEPTH_STEPS = 8
 """Extrusion depths tried."""
 MIN_DEPTH_M = 0.01
 """Shallowest extrusion tried (m)."""
+FOOTPRINT_PERCENTILES = (80.0, 90.0, 95.0, 99.0)
+"""Heights tried for an outline extruded up from the table: these percentiles of the points' heights."""
+MIN_POINTS = 50
+"""Points an object needs to be tried as a prism."""
 MAX_FOOT_M = 0.015
 """A prism whose lowest point is this close (m) above the table is drawn down to it, its outline's lowest
 part carried down (the segmenter leaves the band just above the table out of an object's silhouette)."""
@@ -110,26 +116,33 @@ def add_prism(
 ) -> ObjectGeometry:
     """``g`` as the prism of the module docstring, or ``g`` itself: ``mask`` is the object's depth region,
     ``silhouette`` its outline in the photo."""
-    face = _front_face(g, T_world_cam[:3, 3])
-    if face is None:
+    points = np.asarray(g.points_world, dtype=np.float64)
+    if len(points) < MIN_POINTS:
         return g
-    centre, normal, _ = face
-    behind = float(np.percentile((centre - g.points_world) @ normal, 98))  # the points' depth behind the face
-    deepest = float(np.max((centre - g.world_vertices()) @ normal))  # the fitted shape's
-    low = max(behind, MIN_DEPTH_M)
-    depths = np.linspace(low, max(deepest, low), DEPTH_STEPS)
-    prisms = (_prism(g, frame, T_world_cam, silhouette, face, float(d)) for d in np.unique(depths))
+    tries: list[tuple[tuple[np.ndarray, np.ndarray, np.ndarray], float]] = []
+    face = _front_face(points, T_world_cam[:3, 3])
+    if face is not None:
+        centre, normal, _ = face
+        behind = float(np.percentile((centre - points) @ normal, 98))  # the points' depth behind the face
+        deepest = float(np.max((centre - g.world_vertices()) @ normal))  # the fitted shape's
+        low = max(behind, MIN_DEPTH_M)
+        tries += [(face, float(d)) for d in np.unique(np.linspace(low, max(deepest, low), DEPTH_STEPS))]
+    # Its outline seen from above, extruded up from the table: a banana, a lying tool.
+    ground = (
+        np.append(points[:, :2].mean(axis=0), 0.0),
+        np.array([0.0, 0.0, -1.0]),
+        np.array([1.0, 0.0, 0.0]),
+    )
+    tries += [(ground, float(h)) for h in np.percentile(points[:, 2], FOOTPRINT_PERCENTILES)]
+    prisms = (_prism(g, frame, T_world_cam, silhouette, f, d) for f, d in tries)
     built = (p for p in prisms if p is not None)
     return best_by_outline(g, built, frame, T_world_cam, mask & silhouette, silhouette)
 
 
-def _front_face(g: ObjectGeometry, camera: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The plane of :data:`MIN_FACE_SHARE` or more of ``g``'s points: (centre, unit normal towards the
+def _front_face(points: np.ndarray, camera: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The plane of :data:`MIN_FACE_SHARE` or more of ``points`` (N, 3; m): (centre, unit normal towards the
     ``camera``, an in-plane axis ``u``: level where the face is not), least squares on its points; None
     where no plane holds that many."""
-    points = np.asarray(g.points_world, dtype=np.float64)
-    if len(points) < 50:
-        return None
     _, _, on = ransac_plane(points, FACE_TOL_M, 300, np.random.default_rng(0))
     if len(on) < MIN_FACE_SHARE * len(points):
         return None

@@ -109,8 +109,8 @@ class ObjectGeometry:
     neck_m: tuple[float, float] | None = None
     """A box with a bottle's neck on one end: the neck's radius and length (m) (:mod:`real2sim.necks`)."""
     prism_depth_m: float | None = None
-    """A prism, the outline of the face it shows the camera extruded straight back: that depth (m)
-    (:mod:`real2sim.prisms`)."""
+    """A prism, the outline of the face it shows the camera extruded straight back, or its outline from
+    above extruded up from the table: that depth or height (m) (:mod:`real2sim.prisms`)."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""

@@ -108,6 +108,35 @@ def test_a_prism_whose_silhouette_stops_above_the_table_still_stands_on_it() -> 
     assert _iou(_silhouette(footless), mask) > 0.95  # its lowest band carried down, not all of it
 
 
+def test_a_curved_object_lying_on_the_table_becomes_its_outline_from_above() -> None:
+    """A banana-like crescent lying on the table (3.5 cm wide, its top rounded off in steps up to 3 cm, so
+    that no plane holds half its points): its hull fills the inside of the curve; it becomes its outline
+    seen from above, extruded up from the table."""
+    import manifold3d
+
+    angle = np.radians(np.linspace(200.0, 340.0, 29))
+    arc = np.column_stack([np.cos(angle), np.sin(angle)])
+    crescent = manifold3d.CrossSection([np.vstack([0.12 * arc, 0.085 * arc[::-1]])])  # counter-clockwise
+    steps = [(0.0, 0.02, 0.0), (0.02, 0.026, 0.005), (0.026, 0.03, 0.01)]  # (from, to, inset), m
+    solid = manifold3d.Manifold.batch_boolean(
+        [
+            crescent.offset(-inset).extrude(top - bottom).translate((0, 0, bottom))
+            for bottom, top, inset in steps
+        ],
+        manifold3d.OpType.Add,
+    )
+    m = solid.to_mesh()
+    obj = trimesh.Trimesh(np.asarray(m.vert_properties)[:, :3], np.asarray(m.tri_verts))
+    obj.apply_translation([-obj.bounds.mean(axis=0)[0], -obj.bounds.mean(axis=0)[1], 0.0])
+    frame, mask, points = _seen(obj)
+    hull = _as_hull(obj, points)
+    fitted = add_prism(hull, frame, T_WORLD_CAM, mask, mask)  # type: ignore[arg-type]
+    assert _iou(_silhouette(hull), mask) < 0.8
+    assert fitted.prism_depth_m is not None and abs(fitted.extent[2] - 0.03) < 0.004
+    assert _iou(_silhouette(fitted), mask) > 0.93
+    assert abs(fitted.mesh.volume - obj.volume) < 0.2 * obj.volume
+
+
 def test_a_plain_block_keeps_its_hull() -> None:
     block = trimesh.creation.box(extents=(0.08, 0.03, 0.08))
     block.apply_translation((0.0, 0.0, 0.04))
