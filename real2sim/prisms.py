@@ -12,14 +12,14 @@ the camera, such a prism's silhouette is its front face's outline swept along th
 silhouette eroded by that sweep (:func:`eroded_by_sweep`), cast back onto the face's plane
 (:func:`face_outline`), grown by half a pixel (the traced outline runs through the edge pixels' centres); a
 prism that stops just above the table, where the segmenter leaves a band out of the silhouette, has its
-lowest band carried down to it (:data:`MAX_FOOT_M`). D ranges over :data:`DEPTH_STEPS` values from the
-points' own depth behind the face to the fitted shape's depth along its normal (from above:
-:data:`FOOTPRINT_PERCENTILES` of the points' heights), and the rounding's rule decides
-(:func:`real2sim.rounding.best_by_outline`): a prism is kept when its outline matches the silhouette better
-by 0.02 IoU or more at no more than 10 % more depth cost. That cost is taken over the depth region's pixels
-inside the silhouette: a prism's outline is the silhouette's by construction, and the depth region's edges
-outside it (a stereo camera's fattened edges) would count against what it was built to match. The mesh is
-concave: physics takes its convex decomposition.
+lowest band carried down to it (:data:`MAX_FOOT_M`), and a standing outline rests level on its feet
+(:func:`levelled`). D ranges over :data:`DEPTH_STEPS` values from the points' own depth behind the face to
+the fitted shape's depth along its normal (from above: :data:`FOOTPRINT_PERCENTILES` of the points'
+heights), and the rounding's rule decides (:func:`real2sim.rounding.best_by_outline`): a prism is kept when
+its outline matches the silhouette better by 0.02 IoU or more at no more than 10 % more depth cost. That
+cost is taken over the depth region's pixels inside the silhouette: a prism's outline is the silhouette's by
+construction, and the depth region's edges outside it (a stereo camera's fattened edges) would count against
+what it was built to match. The mesh is concave: physics takes its convex decomposition.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ MIN_POINTS = 50
 MAX_FOOT_M = 0.015
 """A prism whose lowest point is this close (m) above the table is drawn down to it, its outline's lowest
 part carried down (the segmenter leaves the band just above the table out of an object's silhouette)."""
+LEVEL_BAND_M = 0.01
+"""Height (m) above the line a standing outline rests on within which its points are lowered to level it."""
 FOOT_BAND_M = 0.002
 """Height (m) of the prism's lowest band that is carried down to the table."""
 OUTLINE_TOL_M = 0.001
@@ -156,6 +158,32 @@ def _front_face(points: np.ndarray, camera: np.ndarray) -> tuple[np.ndarray, np.
     return centre, normal, u / np.linalg.norm(u)
 
 
+def levelled(polygon: np.ndarray, centre_z: float, up: float) -> np.ndarray:
+    """``polygon`` (M, 2; m, in a standing face's axes: level, then ``up`` m of height per m) with its feet
+    on one level: the edge of its lower convex hull under its centroid is the line it would rest on; the
+    points on that line are lowered onto its lower end's height, those above it less, up to
+    :data:`LEVEL_BAND_M` above it not at all (a silhouette's foot cut short by a shadow rests it askew)."""
+    x, z = polygon[:, 0], centre_z + polygon[:, 1] * up
+    order = np.lexsort((z, x))
+    hull: list[int] = []  # lower convex hull, left to right (monotone chain)
+    for i in order:
+        while len(hull) >= 2:
+            (xa, za), (xb, zb) = (x[hull[-2]], z[hull[-2]]), (x[hull[-1]], z[hull[-1]])
+            if (xb - xa) * (z[i] - za) - (zb - za) * (x[i] - xa) > 0:
+                break
+            hull.pop()
+        hull.append(int(i))
+    centroid = float(np.mean(x))
+    k = int(np.clip(np.searchsorted(x[hull], centroid) - 1, 0, len(hull) - 2))
+    (xa, za), (xb, zb) = (x[hull[k]], z[hull[k]]), (x[hull[k + 1]], z[hull[k + 1]])
+    if xb - xa < 1e-9:
+        return polygon
+    line = za + (zb - za) * (x - xa) / (xb - xa)
+    weight = np.clip(1.0 - (z - line) / LEVEL_BAND_M, 0.0, 1.0)
+    lowered = z - np.clip(line - min(za, zb), 0.0, abs(zb - za)) * weight
+    return np.column_stack([x, (lowered - centre_z) / up])
+
+
 def _prism(
     g: ObjectGeometry,
     frame: Frame,
@@ -174,6 +202,8 @@ def _prism(
         return None
     centre, normal, u = face
     axes = np.column_stack([u, np.cross(normal, u), normal])  # prism frame -> world: z along the normal
+    if abs(axes[2, 1]) > 0.7:  # a face standing up: its outline's feet on one level
+        polygon = levelled(polygon, float(centre[2]), float(axes[2, 1]))
     placed = np.column_stack([axes, centre - depth_m * normal])
     # The traced outline runs through the silhouette's edge pixels' centres: grown by half a pixel.
     half_px = 0.5 * float((centre - T_world_cam[:3, 3]) @ T_world_cam[:3, 2]) / float(frame.K[0, 0])

@@ -9,7 +9,7 @@ import trimesh
 
 from real2sim.fitscore import render_depth
 from real2sim.overlays import look_at
-from real2sim.prisms import add_prism, eroded_by_sweep
+from real2sim.prisms import add_prism, eroded_by_sweep, levelled
 from real2sim.types import ObjectGeometry
 
 from ._render import plus_outline, seen_on_table
@@ -81,6 +81,22 @@ def test_a_sweep_is_taken_back_off_the_silhouette_it_made() -> None:
     assert np.array_equal(eroded_by_sweep(_swept(shape, 6, 0), np.array([6.0, 0.0])), shape)
     assert np.array_equal(eroded_by_sweep(_swept(block, 6, 3), np.array([6.0, 3.0])), block)
     assert np.array_equal(eroded_by_sweep(shape, np.array([0.0, 0.0])), shape)
+
+
+def test_a_standing_outline_rests_on_both_feet() -> None:
+    """Two feet, the right one's bottom 7 mm up (a shadow cut it short in the silhouette): the line the
+    outline would rest on (its lower hull's edge under its middle) is brought level with the left foot, what
+    stands 1 cm or more above that line stays."""
+    outline = np.array(
+        [(-0.04, 0.0), (-0.02, 0.0), (0.0, 0.012), (0.02, 0.007), (0.04, 0.007), (0.04, 0.06), (-0.04, 0.06)]
+    )
+    flat = levelled(outline, 0.0, 1.0)
+    assert np.allclose(flat[[0, 1, 4], 1], 0.0, atol=1e-9)  # it rests on both feet
+    assert 0.0 < flat[3, 1] < 0.004 and flat[2, 1] > 0.011  # the right foot's inner end, the notch
+    assert np.allclose(flat[5:], outline[5:])  # the top
+    assert np.allclose(levelled(flat, 0.0, 1.0), flat)  # level already: unchanged
+    upside = levelled(outline * [1.0, -1.0], 0.1, -1.0)  # its axes pointing down, the face 10 cm up
+    assert np.allclose(upside[[0, 1, 4], 1], 0.0, atol=1e-9)
 
 
 def test_a_plus_shaped_block_becomes_its_prism() -> None:
