@@ -243,9 +243,9 @@ def _roundable(g: ObjectGeometry) -> bool:
 
 
 def _extrudable(g: ObjectGeometry) -> bool:
-    """Whether ``g`` is a mirror-completed hull large enough to be refined: one that may be a flat object's
-    prism (:mod:`real2sim.prisms`). Not a solid of revolution: a slim can's front arc lies within a few mm
-    of a plane, and its prism would pass for a fit."""
+    """Whether ``g`` is a mirror-completed hull large enough to be refined: one that may be better drawn as
+    its own outline extruded (:mod:`real2sim.prisms`). Not a solid of revolution: a slim can's front arc lies
+    within a few mm of a plane, and its prism would pass for a fit."""
     hull = g.symmetry == "mirror" and not g.concave
     return hull and g.shape_source == "geometric" and float(np.max(g.extent)) >= MIN_REFINE_SIZE_M
 

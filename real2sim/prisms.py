@@ -36,7 +36,15 @@ from real2sim.types import ObjectGeometry
 from simpact.core.frame import Frame
 from simpact.core.rotations import quat_to_matrix
 
-__all__ = ["DEPTH_STEPS", "FACE_TOL_M", "MIN_FACE_SHARE", "add_prism", "eroded_by_sweep", "face_outline"]
+__all__ = [
+    "DEPTH_STEPS",
+    "FACE_TOL_M",
+    "MIN_FACE_SHARE",
+    "add_prism",
+    "eroded_by_sweep",
+    "face_outline",
+    "levelled",
+]
 
 MIN_FACE_SHARE = 0.5
 """Share of an object's points one plane must hold for the object to be tried as a prism."""
@@ -192,9 +200,9 @@ def _prism(
     face: tuple[np.ndarray, np.ndarray, np.ndarray],
     depth_m: float,
 ) -> ObjectGeometry | None:
-    """``g`` with the prism of ``depth_m`` (m) whose front face lies in ``face`` (:func:`face_outline`), cut
-    at the table (z = 0) or drawn down to it (:data:`MAX_FOOT_M`); None when the silhouette leaves no
-    outline."""
+    """``g`` with the prism of ``depth_m`` (m) whose front face lies in ``face`` (:func:`face_outline`; a
+    standing one :func:`levelled`), cut at the table (z = 0) or drawn down to it (:data:`MAX_FOOT_M`); None
+    when the silhouette leaves no outline."""
     import manifold3d
 
     polygon = face_outline(silhouette, frame, T_world_cam, face, depth_m)
