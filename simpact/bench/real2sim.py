@@ -288,21 +288,16 @@ def _on_their_objects(points: dict[str, tuple[int, int]], segments: Sequence[Any
     whether the mask real2sim gave that label holds its pixel and no other label's (a label matched to the
     wrong object, or a mask over two, is False; so is a label not found)."""
     masks = {s.label: s.seen for s in segments}
-    r = POINT_TOLERANCE_PX
-    out = {}
-    for label in points:
-        mask = masks.get(label)
-        held = (
-            set()
-            if mask is None
-            else {
-                o
-                for o, (x, y) in points.items()
-                if mask[max(y - r, 0) : y + r + 1, max(x - r, 0) : x + r + 1].any()
-            }
-        )
-        out[label] = held == {label}
-    return out
+
+    def held(mask: np.ndarray) -> set[str]:
+        r = POINT_TOLERANCE_PX
+        return {
+            o
+            for o, (x, y) in points.items()
+            if mask[max(y - r, 0) : y + r + 1, max(x - r, 0) : x + r + 1].any()
+        }
+
+    return {label: label in masks and held(masks[label]) == {label} for label in points}
 
 
 SPAN_SHARE = 0.15

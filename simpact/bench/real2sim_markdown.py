@@ -80,10 +80,9 @@ def _totals(
     extents = [o["extent_pct"] for o in objects.values() if o.get("extent_pct") is not None]
     settled = sum(bool(r.get("settle_clean")) for r in frames)
     marked = [o["on_its_object"] for o in objects.values() if "on_its_object" in o]
+    on_their_objects = f"{sum(marked)} of {len(marked)}" if marked else "-"
     return {
-        "labels on the object they name (a pixel placed by hand on each)": f"{sum(marked)} of {len(marked)}"
-        if marked
-        else "-",
+        "labels on the object they name (a pixel placed by hand on each)": on_their_objects,
         "verdicts good / check / poor": " / ".join(str(verdicts.count(v)) for v in ("good", "check", "poor"))
         + f" of {len(verdicts)}",
         "IoU, mean": mean("iou", ".3f"),
