@@ -200,7 +200,7 @@ def test_every_object_on_the_table_labelled_gets_its_own_mask(rel: str) -> None:
     """Labelled with every object on its table, as a user would (a drill, a banana, scissors, a bleach
     bottle, a coffee can beside the YCB objects the bench sizes): each label's mask holds the pixel placed by
     hand on that object and no other label's (:data:`real2sim.datasets.LABEL_POINTS`). Without sizes for the
-    objects it had no size for, 000001 put the cracker box on the drill, the drill on a box on a shelf behind
+    objects it had no size for, 000001 put the cracker box on the drill, the drill on a box standing behind
     the table and the banana on the cracker box; 000002 the scissors on the coffee can."""
     from real2sim.datasets import LABEL_POINTS, REAL_FRAMES
 
