@@ -170,7 +170,8 @@ def levelled(polygon: np.ndarray, centre_z: float, up: float) -> np.ndarray:
     """``polygon`` (M, 2; m, in a standing face's axes: level, then ``up`` m of height per m) with its feet
     on one level: the edge of its lower convex hull under its centroid is the line it would rest on; the
     points on that line are lowered onto its lower end's height, those above it less, up to
-    :data:`LEVEL_BAND_M` above it not at all (a silhouette's foot cut short by a shadow rests it askew)."""
+    :data:`LEVEL_BAND_M` above it not at all (a silhouette's foot cut short by a shadow rests it askew). A
+    line rising that much or more is left: the outline would fold over itself."""
     x, z = polygon[:, 0], centre_z + polygon[:, 1] * up
     order = np.lexsort((z, x))
     hull: list[int] = []  # lower convex hull, left to right (monotone chain)
@@ -184,8 +185,8 @@ def levelled(polygon: np.ndarray, centre_z: float, up: float) -> np.ndarray:
     centroid = float(np.mean(x))
     k = int(np.clip(np.searchsorted(x[hull], centroid) - 1, 0, len(hull) - 2))
     (xa, za), (xb, zb) = (x[hull[k]], z[hull[k]]), (x[hull[k + 1]], z[hull[k + 1]])
-    if xb - xa < 1e-9:
-        return polygon
+    if xb - xa < 1e-9 or abs(zb - za) >= LEVEL_BAND_M:
+        return polygon  # a foot higher than the band: the object leans, it is not cut short
     line = za + (zb - za) * (x - xa) / (xb - xa)
     weight = np.clip(1.0 - (z - line) / LEVEL_BAND_M, 0.0, 1.0)
     lowered = z - np.clip(line - min(za, zb), 0.0, abs(zb - za)) * weight

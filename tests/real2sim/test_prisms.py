@@ -95,6 +95,8 @@ def test_a_standing_outline_rests_on_both_feet() -> None:
     assert 0.0 < flat[3, 1] < 0.004 and flat[2, 1] > 0.011  # the right foot's inner end, the notch
     assert np.allclose(flat[5:], outline[5:])  # the top
     assert np.allclose(levelled(flat, 0.0, 1.0), flat)  # level already: unchanged
+    leaning = outline + np.outer(outline[:, 0] + 0.04, [0.0, 0.2])  # 1.6 cm higher at its right end
+    assert np.array_equal(levelled(leaning, 0.0, 1.0), leaning)
     upside = levelled(outline * [1.0, -1.0], 0.1, -1.0)  # its axes pointing down, the face 10 cm up
     assert np.allclose(upside[[0, 1, 4], 1], 0.0, atol=1e-9)
 
