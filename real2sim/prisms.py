@@ -172,19 +172,20 @@ def levelled(polygon: np.ndarray, centre_z: float, up: float) -> np.ndarray:
     points on that line are lowered onto its lower end's height, those above it less, up to
     :data:`LEVEL_BAND_M` above it not at all (a silhouette's foot cut short by a shadow rests it askew). A
     line rising that much or more is left: the outline would fold over itself."""
+    from scipy.spatial import ConvexHull
+
     x, z = polygon[:, 0], centre_z + polygon[:, 1] * up
-    order = np.lexsort((z, x))
-    hull: list[int] = []  # lower convex hull, left to right (monotone chain)
-    for i in order:
-        while len(hull) >= 2:
-            (xa, za), (xb, zb) = (x[hull[-2]], z[hull[-2]]), (x[hull[-1]], z[hull[-1]])
-            if (xb - xa) * (z[i] - za) - (zb - za) * (x[i] - xa) > 0:
-                break
-            hull.pop()
-        hull.append(int(i))
+    hull = ConvexHull(np.column_stack([x, z]))
     centroid = float(np.mean(x))
-    k = int(np.clip(np.searchsorted(x[hull], centroid) - 1, 0, len(hull) - 2))
-    (xa, za), (xb, zb) = (x[hull[k]], z[hull[k]]), (x[hull[k + 1]], z[hull[k + 1]])
+    under = [  # the hull's edges facing down (outward normal below level) that span the centroid
+        (i, j)
+        for (i, j), facing in zip(hull.simplices, hull.equations)
+        if facing[1] < 0 and min(x[i], x[j]) <= centroid <= max(x[i], x[j])
+    ]
+    if not under:
+        return polygon
+    i, j = sorted(under[0], key=lambda k: x[k])
+    (xa, za), (xb, zb) = (x[i], z[i]), (x[j], z[j])
     if xb - xa < 1e-9 or abs(zb - za) >= LEVEL_BAND_M:
         return polygon  # a foot higher than the band: the object leans, it is not cut short
     line = za + (zb - za) * (x - xa) / (xb - xa)

@@ -254,8 +254,8 @@ def bench_real(
                 entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
         objects[name] = entry
     for label, on in _on_their_objects(LABEL_POINTS.get(relpath, {}), result.perception.segments).items():
-        if result.labels.name_of(label) in objects:
-            objects[result.labels.name_of(label)]["on_its_object"] = on
+        if (name := result.labels.name_of(label)) in objects:
+            objects[name]["on_its_object"] = on
     annotated = _against_reference_masks(reference_masks(path), result, objects)
     return {
         "frame": relpath,
