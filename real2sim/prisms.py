@@ -28,6 +28,7 @@ import dataclasses
 
 import numpy as np
 import trimesh
+from scipy.spatial import ConvexHull
 
 from real2sim.overlays import project_points
 from real2sim.rounding import best_by_outline
@@ -172,8 +173,6 @@ def levelled(polygon: np.ndarray, centre_z: float, up: float) -> np.ndarray:
     points on that line are lowered onto its lower end's height, those above it less, up to
     :data:`LEVEL_BAND_M` above it not at all (a silhouette's foot cut short by a shadow rests it askew). A
     line rising that much or more is left: the outline would fold over itself."""
-    from scipy.spatial import ConvexHull
-
     x, z = polygon[:, 0], centre_z + polygon[:, 1] * up
     hull = ConvexHull(np.column_stack([x, z]))
     centroid = float(np.mean(x))
