@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
-from real2sim.holes import fill_depth_holes, fill_enclosed
+from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
 from real2sim.outline import outline_kind
 from real2sim.plateaus import merge_into_round, merge_nested, split_at_height_step, split_at_saddle
 from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
@@ -115,7 +115,9 @@ def find_clusters(
     (:func:`real2sim.holes.fill_depth_holes`) and the holes it encloses that are not table
     (:func:`real2sim.holes.fill_enclosed`). With ``snap``, each region's outline moved to the photo's colour
     edges within a few pixels is its ``silhouette`` (:func:`real2sim.silhouette.snap_to_colour`); its
-    ``mask`` stays what the depth found.
+    ``mask`` stays what the depth found. With ``fill_holes``, a round region's silhouette also takes the
+    pixels of its colour seen at the table's height within its rim (:func:`real2sim.holes.round_floors`: a
+    bowl's floor, whose points would make its foot as wide as its floor if fitted).
     """
     import cv2
 
@@ -203,6 +205,15 @@ def find_clusters(
         snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, z, candidate, jump_m=jump_m)
         for c, s in zip(clusters, snapped):
             c.silhouette = s
+    if fill_holes and clusters:  # a vessel's floor is seen, not fitted: its depth is the table's
+        xy = np.where(valid[..., None], pts @ T[:2, :3].T + T[:2, 3], np.nan)
+        low = valid & (np.abs(height) <= min_height_m)
+        regions = [(c.seen, c.height_m) for c in clusters]
+        for c, floor in zip(
+            clusters, round_floors(regions, xy, low, lab, check.table_lab, frame.K, T, min_pixels)
+        ):
+            if floor.any():
+                c.silhouette = c.seen | floor
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
 
