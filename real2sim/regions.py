@@ -208,10 +208,9 @@ def find_clusters(
     if fill_holes and clusters:  # a vessel's floor is seen, not fitted: its depth is the table's
         xy = np.where(valid[..., None], pts @ T[:2, :3].T + T[:2, 3], np.nan)
         low = valid & (np.abs(height) <= min_height_m)
-        regions = [(c.seen, c.height_m) for c in clusters]
-        for c, floor in zip(
-            clusters, round_floors(regions, xy, low, lab, check.table_lab, frame.K, T, min_pixels)
-        ):
+        seen = [(c.seen, c.height_m) for c in clusters]
+        floors = round_floors(seen, xy, low, lab, check.table_lab, frame.K, T, min_pixels)
+        for c, floor in zip(clusters, floors):
             if floor.any():
                 c.silhouette = c.seen | floor
     clusters.sort(key=lambda c: -c.size_m3)
