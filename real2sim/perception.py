@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import trimesh
 
+from real2sim.heightfield import add_heightfield
 from real2sim.necks import add_neck
 from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.outline import outline_kind
@@ -170,7 +171,8 @@ def perceive(
     each upright object is then refined against the depth (:mod:`real2sim.refine`), a box's edges rounded
     where the photo's outline asks for it (:mod:`real2sim.rounding`) and a box given the neck its points
     show beyond it (:mod:`real2sim.necks`); a mirror-completed hull is tried as its outline extruded, back
-    from a face its points show or up from the table (:mod:`real2sim.prisms`). An object whose label names no
+    from a face its points show or up from the table (:mod:`real2sim.prisms`), and as its height field
+    (:mod:`real2sim.heightfield`). An object whose label names no
     shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the
     depth around its mask best is kept. An object the segmenter found lying on another
     (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
@@ -226,7 +228,8 @@ def perceive(
             timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
         elif _extrudable(g) and refine:
             t0 = time.perf_counter()
-            g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen)
+            field = add_heightfield(g)
+            g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen, [] if field is None else [field])
             timings["prism"] = timings.get("prism", 0.0) + time.perf_counter() - t0
         if support is not None:
             g = _lifted(g, support)

@@ -386,6 +386,8 @@ def _scene(
             entry["neck_m"] = [round(float(v), 4) for v in g.neck_m]
         if g.prism_depth_m is not None:  # an outline extruded back from a face or up from the table
             entry["prism_depth_m"] = round(float(g.prism_depth_m), 4)
+        if g.heightfield_cell_m is not None:  # columns as high as the surface seen over them
+            entry["heightfield_cell_m"] = round(float(g.heightfield_cell_m), 4)
         if p.kind == "rigid":
             unit = g.mesh.copy()
             unit.apply_scale(1.0 / extent)

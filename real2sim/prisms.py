@@ -25,6 +25,9 @@ what it was built to match. The mesh is concave: physics takes its convex decomp
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from itertools import chain
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -45,6 +48,7 @@ __all__ = [
     "eroded_by_sweep",
     "face_outline",
     "levelled",
+    "with_solid",
 ]
 
 MIN_FACE_SHARE = 0.5
@@ -123,10 +127,15 @@ def face_outline(
 
 
 def add_prism(
-    g: ObjectGeometry, frame: Frame, T_world_cam: np.ndarray, mask: np.ndarray, silhouette: np.ndarray
+    g: ObjectGeometry,
+    frame: Frame,
+    T_world_cam: np.ndarray,
+    mask: np.ndarray,
+    silhouette: np.ndarray,
+    others: Iterable[ObjectGeometry] = (),
 ) -> ObjectGeometry:
-    """``g`` as the prism of the module docstring, or ``g`` itself: ``mask`` is the object's depth region,
-    ``silhouette`` its outline in the photo."""
+    """``g`` as the prism of the module docstring, or one of ``others`` (more variants, decided by the same
+    rule), or ``g`` itself: ``mask`` is the object's depth region, ``silhouette`` its outline in the photo."""
     points = np.asarray(g.points_world, dtype=np.float64)
     if len(points) < MIN_POINTS:
         return g
@@ -147,7 +156,7 @@ def add_prism(
     tries += [(ground, float(h)) for h in np.percentile(points[:, 2], FOOTPRINT_PERCENTILES)]
     prisms = (_prism(g, frame, T_world_cam, silhouette, f, d) for f, d in tries)
     built = (p for p in prisms if p is not None)
-    return best_by_outline(g, built, frame, T_world_cam, mask & silhouette, silhouette)
+    return best_by_outline(g, chain(built, others), frame, T_world_cam, mask & silhouette, silhouette)
 
 
 def _front_face(points: np.ndarray, camera: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -224,6 +233,12 @@ def _prism(
         top = gap + FOOT_BAND_M
         lowest = solid.trim_by_plane((0.0, 0.0, -1.0), -top)  # its lowest band, carried straight down
         solid = solid + lowest.project().extrude(top)
+    return with_solid(g, solid, prism_depth_m=depth_m)
+
+
+def with_solid(g: ObjectGeometry, solid: Any, **fields: Any) -> ObjectGeometry | None:
+    """``g`` drawn as the concave ``solid`` (a ``manifold3d.Manifold`` in the world frame, m): its mesh in
+    ``g``'s frame centred on its bounding box, its orientation kept, and ``fields`` set; None when empty."""
     m = solid.to_mesh()
     faces = np.asarray(m.tri_verts)
     if len(faces) == 0:
@@ -233,10 +248,5 @@ def _prism(
     shift = mesh.bounds.mean(axis=0)  # the mesh is centred on its bounding box
     mesh.apply_translation(-shift)
     return dataclasses.replace(
-        g,
-        mesh=mesh,
-        extent=mesh.extents.copy(),
-        position=g.position + R @ shift,
-        concave=True,
-        prism_depth_m=depth_m,
+        g, mesh=mesh, extent=mesh.extents.copy(), position=g.position + R @ shift, concave=True, **fields
     )

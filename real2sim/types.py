@@ -111,6 +111,9 @@ class ObjectGeometry:
     prism_depth_m: float | None = None
     """A prism, the outline of the face it shows the camera extruded straight back, or its outline from
     above extruded up from the table: that depth or height (m) (:mod:`real2sim.prisms`)."""
+    heightfield_cell_m: float | None = None
+    """A height field, columns standing on the table as high as the surface seen over them: their width (m)
+    (:mod:`real2sim.heightfield`)."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""

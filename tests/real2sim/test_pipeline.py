@@ -522,3 +522,26 @@ def test_a_prism_is_written_so_and_settles(rendered: tuple[Frame, Any], tmp_path
     assert entry["prism_depth_m"] == 0.03 and entry["extent"] == pytest.approx([0.08, 0.03, 0.08])
     assert entry["convex_parts"] >= 3  # the plus's arms, apart
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
+
+
+def test_a_height_field_is_written_so_and_settles(rendered: tuple[Frame, Any], tmp_path: Path) -> None:
+    """A step (columns 3 cm and 1 cm high, :mod:`real2sim.heightfield`): ``scene.json`` says its cell, gives
+    it convex parts, and the scene settles clean."""
+    from real2sim.heightfield import CELL_M, add_heightfield
+
+    i, j = np.mgrid[:30, :40]
+    points = np.column_stack(
+        [(i.ravel() + 0.5) * 0.002, (j.ravel() + 0.5) * 0.002, np.where(j < 20, 0.03, 0.01).ravel()]
+    )
+    shell = ObjectGeometry(
+        "step", trimesh.creation.box((0.06, 0.08, 0.03)), np.zeros(3), np.eye(4)[0], np.ones(3), points
+    )
+    step = add_heightfield(shell)
+    assert step is not None
+    step = dataclasses.replace(step, position=step.position + [0.47, 0.21, 0.0])
+    entry, result = _alone(rendered[0], step, tmp_path / "field")
+    assert entry["heightfield_cell_m"] == CELL_M and entry["extent"] == pytest.approx(
+        [0.06, 0.08, 0.03], abs=0.002
+    )
+    assert entry["convex_parts"] >= 2  # the low step apart from the high one
+    assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
