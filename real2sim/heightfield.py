@@ -68,8 +68,8 @@ def _columns(heights: np.ndarray, corner: np.ndarray, cell_m: float) -> Any:
 
     levels = np.round(heights / LEVEL_M) * LEVEL_M
     solids, outline = [], manifold3d.CrossSection()
-    for rank, level in enumerate(np.unique(levels[levels > 0.0])[::-1]):  # from the top down: each outline
-        # is the one above's and its own level's cells, grown a little more than the one above
+    # From the top level down, each outline is the one above's with its own level's cells added.
+    for rank, level in enumerate(np.unique(levels[levels > 0.0])[::-1]):
         cells = [
             manifold3d.CrossSection.square((cell_m, cell_m)).translate((i * cell_m, j * cell_m))
             for i, j in zip(*np.nonzero(levels == level))

@@ -205,7 +205,7 @@ def round_floors(
         floor = (
             free & within & (np.linalg.norm(ab - own, axis=-1) < np.linalg.norm(ab - table_lab[1:], axis=-1))
         )
-        count, comp, stats, _ = cv2.connectedComponentsWithStats(floor.astype(np.uint8), connectivity=8)
+        _, comp, stats, _ = cv2.connectedComponentsWithStats(floor.astype(np.uint8), connectivity=8)
         touching = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
         parts = np.unique(comp[touching & floor])
         parts = parts[(parts > 0) & (stats[parts, cv2.CC_STAT_AREA] >= min_pixels)]

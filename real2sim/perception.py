@@ -172,10 +172,10 @@ def perceive(
     where the photo's outline asks for it (:mod:`real2sim.rounding`) and a box given the neck its points
     show beyond it (:mod:`real2sim.necks`); a mirror-completed hull is tried as its outline extruded, back
     from a face its points show or up from the table (:mod:`real2sim.prisms`), and as its height field
-    (:mod:`real2sim.heightfield`). An object whose label names no
-    shape (an unlabelled region) is fitted as each of :data:`CANDIDATE_KINDS`, and the fit that explains the
-    depth around its mask best is kept. An object the segmenter found lying on another
-    (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted standing on that surface, not on the table.
+    (:mod:`real2sim.heightfield`). An object whose label names no shape (an unlabelled region) is fitted as
+    each of :data:`CANDIDATE_KINDS`, and the fit that explains the depth around its mask best is kept. An
+    object the segmenter found lying on another (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted
+    standing on that surface, not on the table.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
