@@ -191,6 +191,8 @@ def round_floors(
     for m, _ in regions:
         free &= ~m
     out = [np.zeros_like(low) for _ in regions]
+    ab = lab[..., 1:]
+    to_table = np.linalg.norm(ab - table_lab[1:], axis=-1)
     for floor_of, (mask, top) in zip(out, regions):
         seen = xy[mask & ~low]
         seen = seen[np.isfinite(seen).all(axis=1)]
@@ -200,11 +202,8 @@ def round_floors(
         if residual > ROUND_MAX_RESIDUAL or outline_kind(seen) != "round":
             continue
         within = rim_image(centre, radius, top, K, T_world_cam, mask.shape)
-        own = np.median(lab[mask][:, 1:], axis=0)
-        ab = lab[..., 1:]
-        floor = (
-            free & within & (np.linalg.norm(ab - own, axis=-1) < np.linalg.norm(ab - table_lab[1:], axis=-1))
-        )
+        own = np.median(ab[mask], axis=0)
+        floor = free & within & (np.linalg.norm(ab - own, axis=-1) < to_table)
         _, comp, stats, _ = cv2.connectedComponentsWithStats(floor.astype(np.uint8), connectivity=8)
         touching = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
         parts = np.unique(comp[touching & floor])
