@@ -298,6 +298,11 @@ def read_graspnet_frame(npy_path: str | os.PathLike[str]) -> Frame:
     path = Path(npy_path)
     data = _load_graspnet(path)
     missing = [k for k in ("image", "depth", "intrinsics_matrix") if k not in data]
+    if missing and {"rgb", "depth"} <= data.keys():  # a UOIS frame: its intrinsics are in a file beside it
+        raise FrameError(
+            f"{path}: a UOIS frame (keys rgb, depth) needs the camera's camera_params.json beside it "
+            "(fx, fy, x_offset, y_offset)"
+        )
     if missing:
         raise FrameError(f"{path}: missing keys {missing}")
     depth = np.asarray(data["depth"], dtype=np.float32).copy()

@@ -165,6 +165,21 @@ def test_paths_that_are_no_frame(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2 and "unknown frame format" in err
 
 
+def test_a_uois_frame_without_its_camera_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    frame = {"rgb": np.full((H, W, 3), 120, np.uint8), "depth": (table_depth() * 1000).astype(np.uint16)}
+    np.save(tmp_path / "image_0001.npy", np.array(frame, dtype=object), allow_pickle=True)
+    code, err = run([str(tmp_path / "image_0001.npy"), "--out", str(tmp_path / "out")], capsys)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "camera_params.json" in err, err
+    (tmp_path / "camera_params.json").write_text(
+        json.dumps({"fx": 100.0, "fy": 100.0, "x_offset": 63.5, "y_offset": 47.5})
+    )
+    code, err = run([str(tmp_path / "image_0001.npy"), "--out", str(tmp_path / "out")], capsys)
+    assert "camera_params.json" not in err, err  # read as UOIS now: what follows is about its (empty) table
+
+
 def test_bad_labels_and_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bundle = good_bundle(tmp_path / "frame")
     out = str(tmp_path / "out")
