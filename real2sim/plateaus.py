@@ -1,8 +1,9 @@
 """Top-view tests of the regions :func:`real2sim.regions.find_clusters` finds: a region seen within a larger
 one's outline is part of it (:func:`merge_nested`), and so is a region of its hue within a round one's
-completed circle (:func:`merge_into_round`: a bowl's front wall cut off at its rim); a region whose top view
-is two plateaus is two objects side by side (:func:`split_at_height_step`), a region whose top view is two
-humps of one height is two objects lying side by side (:func:`split_at_saddle`)."""
+completed circle (:func:`merge_into_round`: a bowl's front wall cut off at its rim) and a small region over a
+nearer one that makes a round whole with it (:func:`join_insides`: a bowl's inside over its near rim); a
+region whose top view is two plateaus is two objects side by side (:func:`split_at_height_step`), a region
+whose top view is two humps of one height is two objects lying side by side (:func:`split_at_saddle`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from scipy.spatial import ConvexHull, QhullError
 from real2sim.outline import fit_circle_outline
 from real2sim.types import TablePlane
 
-__all__ = ["MAX_STEP_CELLS", "merge_into_round", "merge_nested", "split_at_height_step", "split_at_saddle"]
+__all__ = [
+    "MAX_STEP_CELLS",
+    "join_insides",
+    "merge_into_round",
+    "merge_nested",
+    "split_at_height_step",
+    "split_at_saddle",
+]
 
 
 def merge_nested(
@@ -53,6 +61,17 @@ ROUND_MAX_RESIDUAL = 0.05
 round (:func:`merge_into_round`)."""
 ROUND_MARGIN = 0.1
 """How far (a share of the radius) past a round region's circle a part of it may reach."""
+MIN_CHROMA = 10.0
+"""Smallest chroma (distance from grey in Lab's a, b, OpenCV's 8-bit scale) of a colour whose hue angle is
+compared."""
+HUE_ANGLE_DEG = 15.0
+"""Largest difference of two coloured regions' hue angles (degrees) for them to be of one hue."""
+INSIDE_MAX_RESIDUAL = 0.08
+"""Largest residual of a circle through the top-view outline of a vessel's front wall and its inside, relative
+to its radius (:func:`join_insides`): the outline is the outer wall's near arc and the inner wall's far one, a
+wall's thickness apart, and the depth camera's noise is a larger share of a small radius (bowl_stacking's
+green bowl, 36 mm, through the camera model: 4.7-5.4 %); two discs side by side, touching or up to half a
+radius apart, leave 8.5-14 %."""
 ROUND_SHARE = 0.9
 """Share of a region's top-view points within that circle for it to be part of the round region."""
 ROUND_HUE = 12.0
@@ -70,7 +89,7 @@ def merge_into_round(
 ) -> list[tuple[np.ndarray, float]]:
     """Merge each region into a larger round one (a bowl, a cup) it touches in the image (within ``near_px``
     px) when :data:`ROUND_SHARE` of its top-view points lie within that one's circle (fitted to its top-view
-    outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:data:`ROUND_HUE`; ``lab``: the frame's
+    outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:func:`_one_hue`; ``lab``: the frame's
     colour in Lab; ``pts`` the camera points (H, W, 3, m), ``valid`` where they were measured). Two objects
     cannot stand in one footprint: a part in it is the vessel's wall that the depth camera's shadow along the
     rim cut off, unless it lies in the vessel (then of another hue)."""
@@ -84,8 +103,7 @@ def merge_into_round(
         for i, j in [(a, b) for a in range(len(out)) for b in range(a + 1, len(out))]:
             host, part = out[i][0], out[j][0]
             near = cv2.dilate(part.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
-            hue = np.linalg.norm(np.median(lab[host][:, 1:], axis=0) - np.median(lab[part][:, 1:], axis=0))
-            if not (near & host).any() or hue > ROUND_HUE:
+            if not (near & host).any() or not _one_hue(lab, host, part):
                 continue
             xy_host = (pts[host & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
             xy_part = (pts[part & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
@@ -99,6 +117,54 @@ def merge_into_round(
                 merged = True
                 break
     return out
+
+
+def join_insides(
+    insides: list[tuple[np.ndarray, float]],
+    regions: list[tuple[np.ndarray, float]],
+    pts: np.ndarray,
+    valid: np.ndarray,
+    table: TablePlane,
+    lab: np.ndarray,
+    near_px: int = 11,
+) -> list[tuple[np.ndarray, float]]:
+    """``regions`` with each of ``insides`` joined to the one it touches (within ``near_px`` px) when the two
+    are of one hue (:func:`_one_hue`) and their union's top-view outline is round (a circle within
+    :data:`INSIDE_MAX_RESIDUAL`); the others dropped. ``insides``: regions that do not rest on the table,
+    their bottom hidden by a nearer region, too small to stand alone (:func:`real2sim.regions.find_clusters`).
+    A small bowl's inside is such a region: the depth steps at its near rim, from the rim to the floor
+    behind it, and the inside stands on the floor, not on the table. A sliver of an object seen between two
+    nearer ones makes no round whole with either. ``pts``, ``valid``, ``lab``: as :func:`merge_into_round`."""
+    import cv2
+
+    T = table.T_world_cam
+    out = list(regions)
+    for inside, top in insides:
+        near = cv2.dilate(inside.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
+        for i, (host, host_top) in enumerate(out):
+            if not (near & host).any() or not _one_hue(lab, host, inside):
+                continue
+            union = (host | inside) & valid
+            if union.sum() < 10:
+                continue
+            _, _, residual = fit_circle_outline((pts[union] @ T[:3, :3].T + T[:3, 3])[:, :2])
+            if residual <= INSIDE_MAX_RESIDUAL:
+                out[i] = (host | inside, max(top, host_top))
+                break
+    return out
+
+
+def _one_hue(lab: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether masks ``a`` and ``b`` are of one hue: their median colours within :data:`ROUND_HUE` in Lab's
+    a, b, or, both coloured (chroma :data:`MIN_CHROMA` or more), of hue angles within :data:`HUE_ANGLE_DEG`
+    (a shaded wall's a, b are its lit inside's scaled down: the same angle, half the chroma)."""
+    ab_a, ab_b = np.median(lab[a][:, 1:], axis=0) - 128.0, np.median(lab[b][:, 1:], axis=0) - 128.0
+    if np.linalg.norm(ab_a - ab_b) <= ROUND_HUE:
+        return True
+    if min(np.linalg.norm(ab_a), np.linalg.norm(ab_b)) < MIN_CHROMA:
+        return False
+    turn = np.arctan2(ab_a[1], ab_a[0]) - np.arctan2(ab_b[1], ab_b[0])
+    return bool(abs(np.rad2deg(np.arctan2(np.sin(turn), np.cos(turn)))) <= HUE_ANGLE_DEG)
 
 
 MAX_STEP_CELLS = 40_000

@@ -16,7 +16,13 @@ import numpy as np
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
 from real2sim.outline import outline_kind
-from real2sim.plateaus import merge_into_round, merge_nested, split_at_height_step, split_at_saddle
+from real2sim.plateaus import (
+    join_insides,
+    merge_into_round,
+    merge_nested,
+    split_at_height_step,
+    split_at_saddle,
+)
 from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
@@ -168,7 +174,8 @@ def find_clusters(
                 if found is not None:
                     regions.append(found)
     regions = [r for r in regions if not _in_wall(r[0], pts, valid, T, walls)]
-    kept = _resting(regions, z, min_support, float(frame.K[0, 0]))
+    kept, insides = _resting(regions, z, min_support, float(frame.K[0, 0]))
+    kept = join_insides(insides, kept, pts, valid, table, lab)
     kept = merge_nested(kept, pts, table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
@@ -282,12 +289,14 @@ two objects is none."""
 
 def _resting(
     regions: list[tuple[np.ndarray, float, float]], z: np.ndarray, min_support: float, focal_px: float
-) -> list[tuple[np.ndarray, float]]:
+) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]]]:
     """``(mask, top)`` of the regions resting on the table: ``min_support`` of their lower silhouette on it,
     or their bottom hidden behind such a region nearer the camera (depth ``z``, m) within
     :data:`HIDDEN_GAP_PX` rows under it and :data:`HIDDEN_MIN_AREA_M2` large (``focal_px``: the camera's
-    focal length, px)."""
+    focal length, px); and those whose bottom is so hidden but that are smaller (a sliver between two
+    objects, or a vessel's inside seen over its near rim: :func:`real2sim.plateaus.join_insides`)."""
     kept = [(m, top) for m, top, support in regions if support >= min_support]
+    small: list[tuple[np.ndarray, float]] = []
     near = np.zeros(z.shape, bool)
     for m, _ in kept:
         near |= m
@@ -302,9 +311,9 @@ def _resting(
         below &= near & ~m
         z_own = float(np.median(z[m]))
         large = m.sum() * (z_own / focal_px) ** 2 >= HIDDEN_MIN_AREA_M2
-        if large and below.any() and np.median(z[below]) < z_own - 0.01:
-            kept.append((m, top))
-    return kept
+        if below.any() and np.median(z[below]) < z_own - 0.01:
+            (kept if large else small).append((m, top))
+    return kept, small
 
 
 def _cluster(
