@@ -100,10 +100,13 @@ def find_clusters(
     are within ``touch_m`` of the table and at least ``min_support`` of its lower silhouette borders the
     table without a gap in depth (clutter behind the table's edge has one) — or its bottom is hidden behind
     a kept region in front of it and it hangs from nothing taller than ``max_height_m`` (the robot arm),
-    unless it stands on the table under that (a brush under the gripper). Its top must stand
-    ``min_clearance`` times the table's local roughness above it: a fold of a cloth or the sensor's noise on
-    a far table rises a few times that, an object far more; and a low region of the table's colour must rise
-    from it steeply, or it is a bump of the table (these tests: :class:`real2sim.region_check.RegionCheck`).
+    unless it stands on the table under that (a brush under the gripper); one whose bottom is so hidden but
+    that shows under :data:`HIDDEN_MIN_AREA_M2` joins the region hiding it only when the two make a round
+    whole of one hue (a small bowl's inside over its near rim, :func:`real2sim.plateaus.join_insides`). Its
+    top must stand ``min_clearance`` times the table's local roughness above it: a fold of a cloth or the
+    sensor's noise on a far table rises a few times that, an object far more; and a low region of the
+    table's colour must rise from it steeply, or it is a bump of the table (these tests:
+    :class:`real2sim.region_check.RegionCheck`).
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
     what is left without them is checked again (:func:`peel_vertical_planes`), and a region lying in such a
     plane (:data:`WALL_SHARE` of its points within the plane's band) is a piece of that wall cut off by the
