@@ -21,6 +21,7 @@ __all__ = [
     "join_insides",
     "merge_into_round",
     "merge_nested",
+    "one_hue",
     "split_at_height_step",
     "split_at_saddle",
 ]
@@ -89,7 +90,7 @@ def merge_into_round(
 ) -> list[tuple[np.ndarray, float]]:
     """Merge each region into a larger round one (a bowl, a cup) it touches in the image (within ``near_px``
     px) when :data:`ROUND_SHARE` of its top-view points lie within that one's circle (fitted to its top-view
-    outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:func:`_one_hue`; ``lab``: the frame's
+    outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:func:`one_hue`; ``lab``: the frame's
     colour in Lab; ``pts`` the camera points (H, W, 3, m), ``valid`` where they were measured). Two objects
     cannot stand in one footprint: a part in it is the vessel's wall that the depth camera's shadow along the
     rim cut off, unless it lies in the vessel (then of another hue)."""
@@ -103,7 +104,7 @@ def merge_into_round(
         for i, j in [(a, b) for a in range(len(out)) for b in range(a + 1, len(out))]:
             host, part = out[i][0], out[j][0]
             near = cv2.dilate(part.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
-            if not (near & host).any() or not _one_hue(lab, host, part):
+            if not (near & host).any() or not one_hue(lab, host, part):
                 continue
             xy_host = (pts[host & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
             xy_part = (pts[part & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
@@ -129,7 +130,7 @@ def join_insides(
     near_px: int = 11,
 ) -> list[tuple[np.ndarray, float]]:
     """``regions`` with each of ``insides`` joined to the one it touches (within ``near_px`` px) when the two
-    are of one hue (:func:`_one_hue`) and their union's top-view outline is round (a circle within
+    are of one hue (:func:`one_hue`) and their union's top-view outline is round (a circle within
     :data:`INSIDE_MAX_RESIDUAL`); the others dropped. ``insides``: regions that do not rest on the table,
     their bottom hidden by a nearer region, too small to stand alone (:func:`real2sim.regions.find_clusters`).
     A small bowl's inside is such a region: the depth steps at its near rim, from the rim to the floor
@@ -142,7 +143,7 @@ def join_insides(
     for inside, top in insides:
         near = cv2.dilate(inside.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
         for i, (host, host_top) in enumerate(out):
-            if not (near & host).any() or not _one_hue(lab, host, inside):
+            if not (near & host).any() or not one_hue(lab, host, inside):
                 continue
             union = (host | inside) & valid
             if union.sum() < 10:
@@ -154,7 +155,7 @@ def join_insides(
     return out
 
 
-def _one_hue(lab: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+def one_hue(lab: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
     """Whether masks ``a`` and ``b`` are of one hue: their median colours within :data:`ROUND_HUE` in Lab's
     a, b, or, both coloured (chroma :data:`MIN_CHROMA` or more), of hue angles within :data:`HUE_ANGLE_DEG`
     (a shaded wall's a, b are its lit inside's scaled down: the same angle, half the chroma)."""

@@ -15,6 +15,7 @@ import numpy as np
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
+from real2sim.occluded import join_across_occluders
 from real2sim.outline import outline_kind
 from real2sim.plateaus import (
     join_insides,
@@ -114,7 +115,9 @@ def find_clusters(
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, and a small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`), as does, last, a region of a round one's hue within its
-    completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`); a low
+    completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`), and
+    two regions that are one bar seen on both sides of something in front of it are joined
+    (:func:`real2sim.occluded.join_across_occluders`: a brush under the gripper's fingers); a low
     region of the table's colour cut off behind a taller one is its smoothed depth's halo and is dropped
     (:meth:`~real2sim.region_check.RegionCheck.is_halo`).
     With a calibrated frame, regions within ``robot_base_radius_m`` (m) of the base origin (the robot's
@@ -199,6 +202,7 @@ def find_clusters(
         stacked = ctx.stacked
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     kept = merge_into_round(kept, pts, valid, table, lab)  # last: the gap split parts a vessel's wall too
+    kept = join_across_occluders(kept, pts, valid, z, table, lab)  # a brush the fingers cut in two
     kept = [(m, top) for m, top in kept if not check.is_halo(m, kept)]  # the split leaves halos apart
     if fill_holes and kept:
         objects = np.zeros_like(candidate)
