@@ -67,3 +67,21 @@ def seen_on_table(
     cam = np.stack([(u - K[0, 2]) / K[0, 0], (v - K[1, 2]) / K[1, 1], np.ones(len(u))], 1) * depth[v, u, None]
     points = cam @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
     return types.SimpleNamespace(K=K, depth=depth.astype(np.float32)), mask, points
+
+
+def best_region_iou(task: str, seed: int, name: str, noise: Any = None) -> float:
+    """The best IoU of any region :func:`real2sim.regions.find_clusters` finds on the task scene's rendered
+    frame (through ``noise``, a :class:`simpact.bench.sensor_noise.SensorNoise` or True for the default
+    camera model, when given) with object ``name``'s true mask."""
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+    from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise
+    from simpact.tasks import load_task
+    from solvers.world import make_world
+
+    frame = make_world(load_task(task).scene(seed)).render()
+    truth = frame.masks == {n: i for i, n in frame.mask_names.items()}[name]
+    if noise is not None:
+        frame = add_sensor_noise(frame, seed, SensorNoise() if noise is True else noise)
+    clusters = find_clusters(frame, fit_table(frame))
+    return max((int((c.mask & truth).sum()) / int((c.mask | truth).sum()) for c in clusters), default=0.0)

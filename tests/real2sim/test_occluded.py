@@ -9,6 +9,8 @@ import pytest
 
 from real2sim.occluded import join_across_occluders
 
+from ._render import best_region_iou
+
 
 def _bar_halves(width_m: float = 0.03) -> tuple[np.ndarray, ...]:
     """Two halves of a bar 1 m away (x across the image, 2 mm a pixel), a 20 px gap between them, and the
@@ -63,15 +65,5 @@ def test_a_brush_the_fingers_cut_in_two_is_one_region() -> None:
     """sweeping_sand through the depth camera model, seed 1: the fingers over the brush hide its middle,
     their shadow and noisy creases cut what is left between, and the brush was two regions (best IoU with
     its true mask 0.44, its label on one half: 52 % extent error, 4.1 cm off)."""
-    from real2sim.regions import find_clusters
-    from real2sim.table import fit_table
-    from simpact.bench.sensor_noise import add_sensor_noise
-    from simpact.tasks import load_task
-    from solvers.world import make_world
-
-    frame = make_world(load_task("sweeping_sand").scene(1)).render()
-    brush = frame.masks == {n: i for i, n in frame.mask_names.items()}["brush"]
-    noisy = add_sensor_noise(frame, 1)
-    clusters = find_clusters(noisy, fit_table(noisy))
-    best = max(int((c.mask & brush).sum()) / int((c.mask | brush).sum()) for c in clusters)
+    best = best_region_iou("sweeping_sand", 1, "brush", noise=True)
     assert best > 0.75, best

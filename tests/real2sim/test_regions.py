@@ -11,6 +11,8 @@ import pytest
 
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
 
+from ._render import best_region_iou
+
 
 def _scene() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A red object (columns 30-49) on a grey table, 100 x 100 px at 1 m: its columns 30-33 have no depth
@@ -322,17 +324,7 @@ def test_a_bowls_front_wall_cut_off_at_its_rim_is_put_back() -> None:
     """bowl_stacking through the depth camera model: the projector's shadow along the white bowl's front rim
     cut its front wall off as a region of its own (mask IoU 0.63); it lies within the bowl's round footprint
     and is of its hue, so it is part of it (0.77; 0.79 from the exact depth)."""
-    from real2sim.regions import find_clusters
-    from real2sim.table import fit_table
-    from simpact.bench.sensor_noise import add_sensor_noise
-    from simpact.tasks import load_task
-    from solvers.world import make_world
-
-    frame = make_world(load_task("bowl_stacking").scene(0)).render()
-    truth = frame.masks == {n: i for i, n in frame.mask_names.items()}["white_bowl"]
-    noisy = add_sensor_noise(frame, 0)
-    clusters = find_clusters(noisy, fit_table(noisy))
-    best = max(int((c.mask & truth).sum()) / int((c.mask | truth).sum()) for c in clusters)
+    best = best_region_iou("bowl_stacking", 0, "white_bowl", noise=True)
     assert best > 0.72, best
 
 
@@ -369,18 +361,8 @@ def test_a_small_bowls_inside_seen_over_its_near_rim_is_the_bowls() -> None:
     behind it, so its inside is a region of its own that stands on the floor, not on the table, and shows
     under 15 cm²: it was dropped and the bowl was its front wall (mask IoU 0.57 from the exact depth on seed
     2; 0.33 through the depth camera model on seed 1, the shape fitted to it 55 % too large)."""
-    from real2sim.regions import find_clusters
-    from real2sim.table import fit_table
-    from simpact.bench.sensor_noise import add_sensor_noise
-    from simpact.tasks import load_task
-    from solvers.world import make_world
-
-    for seed, noisy, least in ((2, False, 0.9), (1, True, 0.6)):
-        frame = make_world(load_task("bowl_stacking").scene(seed)).render()
-        truth = frame.masks == {n: i for i, n in frame.mask_names.items()}["green_bowl"]
-        seen = add_sensor_noise(frame, seed) if noisy else frame
-        clusters = find_clusters(seen, fit_table(seen))
-        best = max(int((c.mask & truth).sum()) / int((c.mask | truth).sum()) for c in clusters)
+    for seed, noisy, least in ((2, None, 0.9), (1, True, 0.6)):
+        best = best_region_iou("bowl_stacking", seed, "green_bowl", noise=noisy)
         assert best > least, (seed, noisy, best)
 
 
