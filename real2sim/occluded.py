@@ -19,7 +19,15 @@ from real2sim.outline import fit_rectangle
 from real2sim.plateaus import one_hue
 from real2sim.types import TablePlane
 
-__all__ = ["GAP_PX", "MIN_NEARER", "NEARER_M", "TOP_M", "WIDTH_GROWTH", "join_across_occluders"]
+__all__ = [
+    "GAP_PX",
+    "MIN_GAP_PIXELS",
+    "MIN_NEARER",
+    "NEARER_M",
+    "TOP_M",
+    "WIDTH_GROWTH",
+    "join_across_occluders",
+]
 
 GAP_PX = 15
 """Pixels from both regions within which the pixels between them are looked at."""
