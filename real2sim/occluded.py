@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from real2sim.outline import fit_rectangle
-from real2sim.plateaus import one_hue
+from real2sim.plateaus import one_hue, top_view
 from real2sim.types import TablePlane
 
 __all__ = [
@@ -80,18 +80,19 @@ def _one_bar(
     """Whether masks ``a`` and ``b`` are one bar hidden in its middle (see :func:`join_across_occluders`)."""
     import cv2
 
+    if not one_hue(lab, a, b):  # cheap: before the dilations
+        return False
     kernel = np.ones((2 * GAP_PX + 1,) * 2, np.uint8)
     near_a, near_b = (cv2.dilate(m.astype(np.uint8), kernel) > 0 for m in (a, b))
     gap = near_a & near_b & ~a & ~b
-    if gap.sum() < MIN_GAP_PIXELS or not one_hue(lab, a, b):
+    if gap.sum() < MIN_GAP_PIXELS:
         return False
     facing = [m & near_a & near_b & valid for m in (a, b)]  # each region's pixels near the other
     own = min(float(np.median(depth[f if f.any() else m & valid])) for f, m in zip(facing, (a, b)))
     hidden = (depth > 0) & (depth < own - NEARER_M)
     if float(hidden[gap].mean()) < MIN_NEARER:
         return False
-    T = table.T_world_cam
-    xy_a, xy_b = ((pts[m & valid] @ T[:3, :3].T + T[:3, 3])[:, :2] for m in (a, b))
+    xy_a, xy_b = top_view(pts, a & valid, table), top_view(pts, b & valid, table)
     if len(xy_a) < 10 or len(xy_b) < 10:
         return False
     widths = [float(fit_rectangle(xy)[2][1]) for xy in (xy_a, xy_b, np.vstack([xy_a, xy_b]))]

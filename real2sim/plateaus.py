@@ -24,6 +24,7 @@ __all__ = [
     "one_hue",
     "split_at_height_step",
     "split_at_saddle",
+    "top_view",
 ]
 
 
@@ -96,7 +97,6 @@ def merge_into_round(
     rim cut off, unless it lies in the vessel (then of another hue)."""
     import cv2
 
-    T = table.T_world_cam
     out = sorted(regions, key=lambda r: -int(r[0].sum()))
     merged = True
     while merged:
@@ -106,8 +106,7 @@ def merge_into_round(
             near = cv2.dilate(part.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
             if not (near & host).any() or not one_hue(lab, host, part):
                 continue
-            xy_host = (pts[host & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
-            xy_part = (pts[part & valid] @ T[:3, :3].T + T[:3, 3])[:, :2]
+            xy_host, xy_part = top_view(pts, host & valid, table), top_view(pts, part & valid, table)
             if len(xy_host) < 10 or len(xy_part) == 0:
                 continue
             centre, radius, residual = fit_circle_outline(xy_host)
@@ -138,7 +137,6 @@ def join_insides(
     nearer ones makes no round whole with either. ``pts``, ``valid``, ``lab``: as :func:`merge_into_round`."""
     import cv2
 
-    T = table.T_world_cam
     out = list(regions)
     for inside, top in insides:
         near = cv2.dilate(inside.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
@@ -148,11 +146,17 @@ def join_insides(
             union = (host | inside) & valid
             if union.sum() < 10:
                 continue
-            _, _, residual = fit_circle_outline((pts[union] @ T[:3, :3].T + T[:3, 3])[:, :2])
+            _, _, residual = fit_circle_outline(top_view(pts, union, table))
             if residual <= INSIDE_MAX_RESIDUAL:
                 out[i] = (host | inside, max(top, host_top))
                 break
     return out
+
+
+def top_view(pts: np.ndarray, mask: np.ndarray, table: TablePlane) -> np.ndarray:
+    """The table-frame (x, y) (N, 2; m) of the camera points ``pts`` (H, W, 3) under ``mask``."""
+    T = table.T_world_cam
+    return np.asarray((pts[mask] @ T[:3, :3].T + T[:3, 3])[:, :2])
 
 
 def one_hue(lab: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
