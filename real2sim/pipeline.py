@@ -58,7 +58,7 @@ from real2sim.scene_files import (
     robot_start_above,
 )
 from real2sim.segment import grounded_sam2_settings, segmenter
-from real2sim.shape import hunyuan3d_path, shape_backend
+from real2sim.shape import hunyuan3d_package, hunyuan3d_path, shape_backend
 from real2sim.types import ObjectGeometry, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
@@ -84,8 +84,9 @@ DEFAULT_CONFIG = Real2SimConfig()
 
 
 def check_backends(config: Real2SimConfig) -> None:
-    """Raise, before any work, the error of a back-end ``config`` names that does not exist or whose local
-    weights are not set (the learned ones run from local files only, never downloaded)."""
+    """Raise, before any work, the error of a back-end ``config`` names that does not exist, whose local
+    weights are not set or whose package is not installed (the learned ones run from local files only, never
+    downloaded)."""
     segmenter(config.segmenter)
     shape_backend(config.shape)
     pose_backend(config.pose)
@@ -93,6 +94,7 @@ def check_backends(config: Real2SimConfig) -> None:
         grounded_sam2_settings()
     if config.shape == "hunyuan3d":
         hunyuan3d_path()
+        hunyuan3d_package()
     if config.pose == "foundationpose":
         foundationpose_dir()
 

@@ -30,6 +30,7 @@ over generated), ``β`` the generated mesh's centroid. Its pose is left to the p
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,6 +54,7 @@ __all__ = [
     "ShapeError",
     "complete_shape",
     "frustum",
+    "hunyuan3d_package",
     "hunyuan3d_path",
     "kind_from_label",
     "scale_and_centre",
@@ -396,6 +398,17 @@ def hunyuan3d_path(model_path: str | None = None) -> str:
     return path
 
 
+def hunyuan3d_package() -> str:
+    """The installed Hunyuan3D package (``hy3dshape``, 2.1, or ``hy3dgen``, 2.0), found without importing it;
+    a :class:`ShapeBackendError` naming both when neither is installed."""
+    for name in ("hy3dshape", "hy3dgen"):
+        if importlib.util.find_spec(name) is not None:
+            return name
+    raise ShapeBackendError(
+        "shape back-end 'hunyuan3d' needs the package hy3dshape (Hunyuan3D 2.1) or hy3dgen (2.0)"
+    )
+
+
 def _hunyuan3d(
     points_world: np.ndarray,
     label: str = "",
@@ -409,16 +422,17 @@ def _hunyuan3d(
     path = hunyuan3d_path(model_path)
     if rgb is None or mask is None:
         raise ShapeBackendError("shape back-end 'hunyuan3d' needs the image and the object's mask")
+    package = hunyuan3d_package()
     try:
         import torch
 
-        try:  # Hunyuan3D 2.1
+        if package == "hy3dshape":  # Hunyuan3D 2.1
             from hy3dshape.pipelines import Hunyuan3DDiTFlowMatchingPipeline
-        except ImportError:  # Hunyuan3D 2.0
+        else:  # Hunyuan3D 2.0
             from hy3dgen.shapegen import Hunyuan3DDiTFlowMatchingPipeline
     except ImportError as err:
         raise ShapeBackendError(
-            f"shape back-end 'hunyuan3d' needs the package hy3dshape (Hunyuan3D 2.1) or hy3dgen (2.0): {err}"
+            f"shape back-end 'hunyuan3d': {package} is installed but fails to import: {err}"
         ) from None
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -240,3 +240,8 @@ def test_a_learned_back_end_without_its_local_weights_stops_before_any_work(
         err = capsys.readouterr().err
         assert says in err and len(err.strip().splitlines()) == 1, err
         assert not out.exists(), flag
+    monkeypatch.setenv("SIMPACT_HUNYUAN3D_PATH", str(tmp_path))  # its weights' folder set, its package absent
+    assert main(["real2sim", str(tmp_path / "missing.npy"), "--shape", "hunyuan3d", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "hy3dshape" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
