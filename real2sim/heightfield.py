@@ -9,7 +9,9 @@ by a 3 x 3 median and rounded to :data:`LEVEL_M`. That is the classic 2.5D compl
 for what is seen from above, filled down under overhangs, missing what the camera did not see from above.
 The columns' union is one closed mesh (manifold3d); it is concave, so physics takes its convex parts. It
 is a variant like the prisms (:mod:`real2sim.prisms`), kept by the same rule
-(:func:`real2sim.rounding.best_by_outline`).
+(:func:`real2sim.rounding.best_by_outline`). Given the silhouette, the columns are cut to its cone
+(:mod:`real2sim.carve`): filled down to the table, a column along the near edge stands over the table in
+front of the object, and the top view's closing fills the holes the photo shows.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
+from real2sim.carve import carve
 from real2sim.prisms import with_solid
 from real2sim.types import ObjectGeometry
 
@@ -82,11 +85,20 @@ def _columns(heights: np.ndarray, corner: np.ndarray, cell_m: float) -> Any:
     )
 
 
-def add_heightfield(g: ObjectGeometry, cell_m: float = CELL_M) -> ObjectGeometry | None:
+def add_heightfield(
+    g: ObjectGeometry,
+    cell_m: float = CELL_M,
+    carve_to: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> ObjectGeometry | None:
     """``g`` drawn as its points' :func:`height_field`, its columns' union meshed in its own frame (pose
-    kept, the mesh centred on its bounding box), or None when its points give no height field."""
+    kept, the mesh centred on its bounding box), or None when its points give no height field. With
+    ``carve_to`` (the object's silhouette (H, W), the camera's K and T_world_cam), the columns are cut to the
+    silhouette's cone (:func:`real2sim.carve.carve`)."""
     field = height_field(np.asarray(g.points_world, dtype=np.float64), cell_m)
     if field is None:
         return None
     heights, corner = field
-    return with_solid(g, _columns(heights, corner, cell_m), heightfield_cell_m=cell_m)
+    solid = _columns(heights, corner, cell_m)
+    if carve_to is not None:
+        solid = carve(solid, *carve_to)
+    return with_solid(g, solid, heightfield_cell_m=cell_m)
