@@ -7,10 +7,12 @@ object's near edge its sides stand over table pixels in front of it (a banana's 
 degrees above, is drawn as a wall), and the top view's closing fills the holes the photo shows (a pair of
 scissors' finger loops). :func:`silhouette_cone` builds the cone (manifold3d: the silhouette's outline with
 its holes, in normalised image coordinates, extruded from ``near`` to ``far`` along the optical axis and
-scaled with depth) and :func:`carve` intersects a solid with it. The silhouette is grown by
-:data:`GROW_PX` first: its outline runs through pixel centres, and the render counts a pixel it covers at all.
+scaled with depth) and :func:`carve` intersects a solid with it.
 
-What it cannot do: carve what the silhouette does not bound (the hidden back of the object, along the rays).
+What it cannot do: carve what the silhouette does not bound (the hidden back of the object, along the rays);
+and it cuts what a neighbour in front hides, which the silhouette leaves out (a height field has little there:
+the cells it filled in). Cut so, a render's outline is the silhouette's wherever it reaches it: the fit
+score's IoU (:mod:`real2sim.fitscore`) then measures how much of the silhouette the solid covers.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import numpy as np
 
 __all__ = ["GROW_PX", "carve", "silhouette_cone"]
 
-GROW_PX = 1
-"""Pixels the silhouette is grown by before its cone is built."""
+GROW_PX = 0.5
+"""Pixels the silhouette's outline is grown by: it runs through its border pixels' centres, and half a pixel
+more puts it on their outer edges, so that every pixel of the silhouette, and none beside it, is in the
+cone."""
 
 
 def silhouette_cone(
@@ -34,8 +38,7 @@ def silhouette_cone(
     import cv2
     import manifold3d
 
-    grown = cv2.dilate(silhouette.astype(np.uint8), np.ones((2 * GROW_PX + 1,) * 2, np.uint8))
-    contours, _ = cv2.findContours(grown, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
+    contours, _ = cv2.findContours(silhouette.astype(np.uint8), cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     K = np.asarray(K, dtype=np.float64)
     paths = []
     for c in contours:
@@ -48,6 +51,7 @@ def silhouette_cone(
     if not paths:
         return manifold3d.Manifold()
     section = manifold3d.CrossSection(paths, manifold3d.FillRule.EvenOdd)  # holes stay holes
+    section = section.offset(GROW_PX * near_m / float(K[0, 0]), manifold3d.JoinType.Miter)
     ratio = far_m / near_m
     cone = section.extrude(far_m - near_m, scale_top=(ratio, ratio)).translate((0.0, 0.0, near_m))
     T = np.asarray(T_world_cam, dtype=np.float64)[:3, :4]

@@ -228,8 +228,7 @@ def perceive(
             timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
         elif _extrudable(g) and refine:
             t0 = time.perf_counter()
-            outline = seg.seen | (frame.depth <= 0)  # its silhouette, and where nothing was measured
-            field = add_heightfield(g, carve_to=(outline, frame.K, on.T_world_cam))
+            field = add_heightfield(g, carve_to=(seg.seen, frame.K, on.T_world_cam))
             g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen, [] if field is None else [field])
             timings["prism"] = timings.get("prism", 0.0) + time.perf_counter() - t0
         if support is not None:
