@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import trimesh
 
 from real2sim.carve import carve, silhouette_cone
-from real2sim.fitscore import render_depth
+from real2sim.datasets import REAL_FRAMES, SharedDataMissing, read_any_frame, shared_data_dir
+from real2sim.fitscore import render_depth, score_geometries
 from real2sim.heightfield import add_heightfield
 from real2sim.overlays import look_at
+from real2sim.perception import perceive
 from real2sim.types import ObjectGeometry
 
 from ._render import seen_on_table
@@ -31,9 +34,15 @@ def _manifold(mesh: trimesh.Trimesh):  # type: ignore[no-untyped-def]
     return manifold3d.Manifold(manifold3d.Mesh(vert_properties=verts, tri_verts=mesh.faces.astype(np.uint32)))
 
 
-def test_a_box_cut_to_half_its_silhouette_shows_only_that_half() -> None:
+def _box() -> trimesh.Trimesh:
+    """A 10 x 10 x 5 cm box standing on the table at the origin."""
     box = trimesh.creation.box((0.1, 0.1, 0.05))
     box.apply_translation((0.0, 0.0, 0.025))
+    return box
+
+
+def test_a_box_cut_to_half_its_silhouette_shows_only_that_half() -> None:
+    box = _box()
     whole = _drawn(box.vertices, box.faces)
     cols = np.nonzero(whole.any(axis=0))[0]
     half = whole & (np.arange(W) < (cols.min() + cols.max()) // 2)[None, :]
@@ -77,11 +86,8 @@ def test_a_height_field_cut_to_the_photo_opens_the_hole_it_filled() -> None:
 
 
 def test_a_solid_within_its_silhouette_keeps_its_volume() -> None:
-    box = trimesh.creation.box((0.1, 0.1, 0.05))
-    box.apply_translation((0.0, 0.0, 0.025))
-    solid = _manifold(box)
-    whole = _drawn(box.vertices, box.faces)
-    cut = carve(solid, whole, K, T_WORLD_CAM)
+    box = _box()
+    cut = carve(_manifold(box), _drawn(box.vertices, box.faces), K, T_WORLD_CAM)
     assert abs(cut.volume() - box.volume) < 0.02 * box.volume
 
 
@@ -89,12 +95,6 @@ def test_a_pair_of_scissors_on_a_real_frame_is_drawn_as_the_photo_shows_it() -> 
     """PoseCNN's frame 000002: the scissors' height field, cut to their silhouette, opens their finger loops
     and drops the wall along their near edge; it explains the photo better than the prism that was kept
     before (silhouette IoU 0.827, median depth residual 5.4 mm)."""
-    import pytest
-
-    from real2sim.datasets import REAL_FRAMES, SharedDataMissing, read_any_frame, shared_data_dir
-    from real2sim.fitscore import score_geometries
-    from real2sim.perception import perceive
-
     rel = "rgbd/posecnn/000002-color.png"
     try:
         frame = read_any_frame(shared_data_dir(rel))
