@@ -22,6 +22,9 @@ depth (m, along the optical axis, as the sensor measures it) and which object ea
   plane and the measured depth on the table in a ring around the mask (:data:`NEARBY_PX`): how far the
   depth itself strays beside the object (noise grows with distance; the plane's own error adds); a depth
   residual not far above it is about as good as that depth allows;
+- ``image_edge_px`` (only where it is not 0): the mask's pixels on the photo's outermost rows and columns.
+  An object that runs off the photo is checked on its part inside it only; the rest of its shape is a
+  guess the score cannot see, so from :data:`IMAGE_EDGE_MIN_PX` such pixels on it is ``check`` at best;
 - ``verdict``: ``good`` (IoU ≥ 0.85 and residual ≤ 5 mm, the issue-16 targets), ``check`` (IoU ≥ 0.6 and
   residual ≤ 15 mm) or ``poor``; an object the depth camera did not measure (glass), fitted to its
   silhouette alone (:mod:`real2sim.no_depth`), is ``check`` at best, from its IoU.
@@ -40,6 +43,7 @@ import numpy as np
 
 __all__ = [
     "GOOD",
+    "IMAGE_EDGE_MIN_PX",
     "OCCLUSION_M",
     "fit_scores",
     "fit_warnings",
@@ -61,6 +65,8 @@ NEARBY_PX = (5, 30)
 NEARBY_MIN_PX = 50
 #: The ``note`` of an object fitted to its silhouette alone.
 NO_DEPTH_NOTE = "no depth measured on it (glass?): fitted to its silhouette; the residual says nothing"
+#: Mask pixels on the photo's border from which an object runs off the photo (``image_edge_px``).
+IMAGE_EDGE_MIN_PX = 5
 #: Pixels whose measured point lies less than this (m) above the table are left out of both silhouettes: the
 #: segmentation cannot tell an object's bottom edge from the table there (its lowest candidate height).
 TABLE_BAND_M = 0.008
@@ -199,7 +205,12 @@ def fit_scores(
         seen = name not in silhouette_only
         hidden = occluded | (in_front & ~mask)  # a neighbour in front of it hides it too
         rendered = (index == i) & ~hidden
-        scores["objects"][name] = _object_score(rendered, mask & ~hidden, depth_r, depth_m, seen)
+        score = scores["objects"][name] = _object_score(rendered, mask & ~hidden, depth_r, depth_m, seen)
+        edge_px = _image_edge_px(mask)
+        if edge_px:
+            score["image_edge_px"] = edge_px
+            if edge_px >= IMAGE_EDGE_MIN_PX and score["verdict"] == "good":
+                score["verdict"] = "check"
         if plane_residual is not None:
             scores["objects"][name]["table_nearby_residual_m"] = _nearby(plane_residual, mask)
     if plane_residual is not None and np.isfinite(plane_residual).any():
@@ -207,6 +218,12 @@ def fit_scores(
         scores["table"] = {"depth_residual_m": round(res, 5), "px": int(np.isfinite(plane_residual).sum())}
     renders = {"depth": depth_r, "index": index, "normals": normals, "occluded": occluded}
     return scores, renders
+
+
+def _image_edge_px(mask: np.ndarray) -> int:
+    """How many of ``mask``'s pixels lie on the image's outermost rows and columns."""
+    m = np.asarray(mask, bool)
+    return int(m[0].sum() + m[-1].sum() + m[1:-1, 0].sum() + m[1:-1, -1].sum())
 
 
 def _plane_residual(table: Any, depth_m: np.ndarray, rays: np.ndarray, covered: np.ndarray) -> np.ndarray:
@@ -259,6 +276,8 @@ def fit_warnings(scores: Mapping[str, Any]) -> list[str]:
         if s.get("verdict") == "poor":
             res = s.get("depth_residual_m")
             res_txt = "no depth" if res is None else f"median depth residual {1000 * res:.1f} mm"
+            if s.get("image_edge_px", 0) >= IMAGE_EDGE_MIN_PX:
+                res_txt += "; it runs off the photo's edge"
             out.append(
                 f"fit of '{name}' is poor (silhouette IoU {s.get('iou', 0.0):.2f}, {res_txt}): its shape or "
                 "pose may be wrong; see overlay.png"

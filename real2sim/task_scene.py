@@ -12,6 +12,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import read_any_frame
+from real2sim.fitscore import IMAGE_EDGE_MIN_PX
 from real2sim.pipeline import Real2SimError, run_real2sim
 from simpact.core.errors import SimpactError
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
@@ -54,6 +55,8 @@ def fit_warnings_for(fit: Mapping[str, Any], names: list[str] | tuple[str, ...])
             res_txt += f", the table's beside it {1000 * float(s['table_nearby_residual_m']):.1f} mm"
         if s.get("note"):  # fitted to its silhouette: no depth measured on it (glass)
             res_txt = str(s["note"])
+        if s.get("image_edge_px", 0) >= IMAGE_EDGE_MIN_PX:
+            res_txt += "; it runs off the photo's edge, so its part outside the photo is a guess"
         out.append(
             {
                 "object": name,

@@ -1,7 +1,7 @@
 """``report.md`` of ``simpact bench real2sim``: the targets, the totals and one row per real object (extent
-error, silhouette IoU, median depth residual, verdict), each beside a baseline run's where one is given, the
-real frames' masks and render against the objects they mark by hand, and every real frame's photo-view
-overlay.
+error, silhouette IoU, median depth residual, the table's beside it, verdict), each beside a baseline run's
+where one is given, the real frames' masks and render against the objects they mark by hand, and every
+real frame's photo-view overlay.
 
 A baseline's objects are matched by frame and object name; an unlabelled frame names its regions
 ``object_k`` in order of size, so a region that grows or shrinks past another swaps names with it.
@@ -24,6 +24,7 @@ COLUMNS = (
     ("extent_pct", "extent %", ".1f"),
     ("iou", "IoU", ".3f"),
     ("depth_residual_mm", "residual mm", ".2f"),
+    ("table_nearby_residual_mm", "table beside mm", ".2f"),  # the depth's own noise there
     ("verdict", "verdict", ""),
 )
 

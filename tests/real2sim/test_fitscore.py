@@ -126,3 +126,19 @@ def test_a_label_s_dark_outline_stays_on_its_letters() -> None:
     dark_cols = np.nonzero((img.sum(axis=2) < 60).any(axis=0))[0]
     text_cols = np.nonzero((img.min(axis=2) > 200).any(axis=0))[0]
     assert abs(dark_cols[-1] - text_cols[-1]) <= 2 and abs(dark_cols[0] - text_cols[0]) <= 2
+
+
+def test_an_object_running_off_the_photo_is_check_at_best_and_says_so() -> None:
+    """A box whose render matches its mask exactly is ``good`` inside the photo and ``check`` once it runs
+    off its left edge (its part outside the photo is not checked); the edge pixels are counted."""
+    from real2sim.task_scene import fit_warnings_for
+
+    for x, expected in ((0.0, "good"), (-0.14, "check")):
+        scene = [_box((x, 0, 1.0), (0.1, 0.1, 0.1))]
+        depth, index, _ = render_depth(scene, T_WORLD_CAM, K, H, W)
+        scores, _ = fit_scores(["box"], scene, {"box": index == 0}, depth, T_WORLD_CAM, K)
+        s = scores["objects"]["box"]
+        assert s["iou"] == 1.0 and s["verdict"] == expected
+        assert s.get("image_edge_px", 0) == int((index == 0)[:, 0].sum()) == (0 if x == 0.0 else 53)
+    (warning,) = fit_warnings_for(scores, ["box"])
+    assert "runs off the photo's edge" in warning["message"]

@@ -295,7 +295,7 @@ def test_an_interrupted_bench_keeps_the_frames_it_finished(
     assert "interrupted" in capsys.readouterr().err
     report = (tmp_path / "b" / "report.md").read_text()  # the report of what finished, said to be partial
     assert "**Interrupted** after 3 frames" in report  # every section's finished frames
-    assert "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 2.20 | good |" in report
+    assert "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 2.20 | 1.70 | good |" in report
 
 
 def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, object]:
@@ -311,6 +311,7 @@ def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, obje
                 "extent_pct": 7.6,
                 "iou": 0.925,
                 "depth_residual_mm": residual_mm,
+                "table_nearby_residual_mm": 1.7,
                 "verdict": verdict,
             },
             "object_0": {"found": True, "iou": 0.7, "depth_residual_mm": 3.0, "verdict": "check"},
@@ -329,17 +330,15 @@ def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> Non
     (tmp_path / "old" / "result.json").write_text(json.dumps(_bench_result(tmp_path / "old", 6.0, "check")))
     baseline = load_baseline(tmp_path / "old")  # the folder or its result.json
     report = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path, baseline)
-    assert (
-        "| rgbd/posecnn/000002-color.png | sugar_box | 7.6 | 0.925 | 6.00 -> **2.20** | check -> **good** |"
-        in (report)
-    )
-    assert "| rgbd/posecnn/000002-color.png | object_0 | - | 0.700 | 3.00 | check |" in report
+    row = "| sugar_box | 7.6 | 0.925 | 6.00 -> **2.20** | 1.70 | check -> **good** |"
+    assert f"| rgbd/posecnn/000002-color.png {row}" in report
+    assert "| rgbd/posecnn/000002-color.png | object_0 | - | 0.700 | 3.00 | - | check |" in report
     assert "| verdicts good / check / poor | 0 / 2 / 0 of 2 -> 1 / 1 / 0 of 2 |" in report
     assert "| real_iou_min | 0.85 | **no** |" in report
     assert "| real scenes that settle clean | 0 of 1 -> 1 of 1 |" in report
     assert "![rgbd/posecnn/000002-color.png](real/posecnn_000002-color/overlay.png)" in report
     alone = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
-    assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | good |" in alone
+    assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | 1.70 | good |" in alone
 
 
 def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_path: Path) -> None:
