@@ -253,6 +253,11 @@ def bench_real(
                 entry["settle_moved_cm"] = 100 * m.displacement
                 entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
         objects[name] = entry
+    for seg in result.perception.segments:  # where each object is: the report matches a baseline's by it
+        name = result.labels.name_of(seg.label) if result.labels.labels else seg.label
+        rows, cols = np.nonzero(seg.seen)
+        if name in objects and len(rows):
+            objects[name]["centre_px"] = [round(float(cols.mean()), 1), round(float(rows.mean()), 1)]
     for label, on in _on_their_objects(LABEL_POINTS.get(relpath, {}), result.perception.segments).items():
         if (name := result.labels.name_of(label)) in objects:
             objects[name]["on_its_object"] = on

@@ -3,8 +3,10 @@ error, silhouette IoU, median depth residual, the table's beside it, verdict), e
 where one is given, the real frames' masks and render against the objects they mark by hand, and every
 real frame's photo-view overlay.
 
-A baseline's objects are matched by frame and object name; an unlabelled frame names its regions
-``object_k`` in order of size, so a region that grows or shrinks past another swaps names with it.
+A baseline's objects are matched by frame and by where they are (``centre_px``, the mask's centre: the
+nearest within :data:`MATCH_PX`, each at most once), else, for records without it, by name: an unlabelled
+frame names its regions ``object_k`` in order of size, so a region that grows or shrinks past another takes
+its name. A row whose baseline object had another name says so.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from simpact.bench.real2sim_report import RENDERED_KEYS, TARGETS
 from simpact.core.errors import UsageError
@@ -27,6 +31,9 @@ COLUMNS = (
     ("table_nearby_residual_mm", "table beside mm", ".2f"),  # the depth's own noise there
     ("verdict", "verdict", ""),
 )
+
+#: A baseline object whose mask centre lies within this many pixels of an object's is that object.
+MATCH_PX = 20.0
 
 #: The IoUs with the hand-marked objects, in report order (:func:`_marked_objects`).
 MARKED_KEYS = ("mask", "depth_mask", "render", "render_covers", "render_outside")
@@ -53,6 +60,34 @@ def _objects(result: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]
         if "error" not in r
         for name, o in r.get("objects", {}).items()
     }
+
+
+def _match(
+    old: Mapping[tuple[str, str], Mapping[str, Any]], new: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """Each of ``new``'s objects -> the ``old`` object it is (same frame): by the nearest mask centre within
+    :data:`MATCH_PX`, nearest pairs first, each used once; a record without a centre by name."""
+    pairs = []
+    for (frame, name), o in new.items():
+        for (frame_was, name_was), was in old.items():
+            if frame_was == frame and o.get("centre_px") is not None and was.get("centre_px") is not None:
+                d = float(np.hypot(*np.subtract(o["centre_px"], was["centre_px"])))
+                if d <= MATCH_PX:
+                    pairs.append((d, (frame, name), (frame_was, name_was)))
+    matched: dict[tuple[str, str], tuple[str, str]] = {}
+    for _, key, key_was in sorted(pairs):
+        if key not in matched and key_was not in matched.values():
+            matched[key] = key_was
+    taken = set(matched.values())
+    for key, o in new.items():  # a record without a centre (an older run): the name
+        if (
+            key not in matched
+            and key in old
+            and key not in taken
+            and None in (o.get("centre_px"), old[key].get("centre_px"))
+        ):
+            matched[key] = key
+    return matched
 
 
 def _cell(value: Any, fmt: str) -> str:
@@ -143,11 +178,14 @@ def markdown_report(
     lines += ["", "## Every real object", ""]
     lines += ["| frame | object | " + " | ".join(h for _, h, _ in COLUMNS) + " |"]
     lines += ["|---|---|" + "---|" * len(COLUMNS)]
+    matched = _match(old, new)
     for frame, name in new:
-        o, was = new[(frame, name)], old.get((frame, name), {})
+        key_was = matched.get((frame, name))
+        o, was = new[(frame, name)], old.get(key_was, {}) if key_was else {}
         cells = [_pair(was.get(k), o.get(k), fmt, compare) for k, _, fmt in COLUMNS]
-        lines.append(f"| {frame} | {name} | " + " | ".join(cells) + " |")
-    gone = [key for key in old if key not in new]
+        renamed = f" (was {key_was[1]})" if key_was and key_was[1] != name else ""
+        lines.append(f"| {frame} | {name}{renamed} | " + " | ".join(cells) + " |")
+    gone = [key for key in old if key not in matched.values()]
     if gone:
         lines += ["", "In the baseline only: " + ", ".join(f"{f} {n}" for f, n in gone)]
     lines += _marked_objects(result, baseline)

@@ -455,3 +455,30 @@ def test_the_fit_verdict_is_set_beside_the_rendered_truth(tmp_path: Path) -> Non
     report = markdown_report({"summary": summary, "real": []}, tmp_path)
     assert "| rendered, sensor model | good | 2 | 1 (50%) |" in report
     assert "| rendered, sensor model | poor | 1 | 1 (100%) |" in report
+
+
+def test_the_report_matches_unlabelled_regions_by_where_they_are_not_their_names(tmp_path: Path) -> None:
+    """Two regions whose sizes crossed swap their ``object_k`` names: each row is set beside the baseline
+    region at its place (and says which name that was), not beside the other region."""
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    def run(names: tuple[str, str], ious: tuple[float, float]) -> dict[str, object]:
+        frame = {
+            "frame": "rgbd/uois/image_0008.npy",
+            "seconds": 1.0,
+            "objects": {
+                names[0]: {"found": True, "iou": ious[0], "verdict": "good", "centre_px": [100.0, 80.0]},
+                names[1]: {"found": True, "iou": ious[1], "verdict": "check", "centre_px": [300.0, 200.0]},
+            },
+        }
+        return {"targets_met": {}, "real": [frame]}
+
+    report = markdown_report(
+        run(("object_1", "object_0"), (0.9, 0.7)), tmp_path, run(("object_0", "object_1"), (0.9, 0.8))
+    )
+    assert "| rgbd/uois/image_0008.npy | object_1 (was object_0) | - | 0.900 | - | - | good |" in report
+    assert (
+        "| rgbd/uois/image_0008.npy | object_0 (was object_1) | - | 0.800 -> **0.700** | - | - | check |"
+        in report
+    )
+    assert "In the baseline only" not in report
