@@ -185,9 +185,13 @@ def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray
 
 
 def _lower_silhouette(mask: np.ndarray) -> np.ndarray:
-    """(H, W) bool: the pixels of ``mask`` with no pixel of it right below them."""
-    bottom = mask.copy()
-    bottom[:-1] &= ~mask[1:]
+    """(H, W) bool: the pixels of ``mask``, its holes filled, with no pixel of it right below them: the bottom
+    of its outline, not the upper edges of the holes that missing depth leaves in it (a label's print)."""
+    from scipy.ndimage import binary_fill_holes
+
+    solid = binary_fill_holes(mask)
+    bottom = solid.copy()
+    bottom[:-1] &= ~solid[1:]
     return bottom
 
 
