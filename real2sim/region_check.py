@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from scipy.ndimage import binary_fill_holes
 
 from real2sim.clutter import table_extent_share
 from real2sim.types import TablePlane
@@ -187,8 +188,6 @@ def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray
 def _lower_silhouette(mask: np.ndarray) -> np.ndarray:
     """(H, W) bool: the pixels of ``mask``, its holes filled, with no pixel of it right below them: the bottom
     of its outline, not the upper edges of the holes that missing depth leaves in it (a label's print)."""
-    from scipy.ndimage import binary_fill_holes
-
     solid = binary_fill_holes(mask)
     bottom = solid.copy()
     bottom[:-1] &= ~solid[1:]
