@@ -212,7 +212,7 @@ def fit_scores(
             if edge_px >= IMAGE_EDGE_MIN_PX and score["verdict"] == "good":
                 score["verdict"] = "check"
         if plane_residual is not None:
-            scores["objects"][name]["table_nearby_residual_m"] = _nearby(plane_residual, mask)
+            score["table_nearby_residual_m"] = _nearby(plane_residual, mask)
     if plane_residual is not None and np.isfinite(plane_residual).any():
         res = float(np.nanmedian(plane_residual))
         scores["table"] = {"depth_residual_m": round(res, 5), "px": int(np.isfinite(plane_residual).sum())}

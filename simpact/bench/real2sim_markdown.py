@@ -78,14 +78,9 @@ def _match(
     for _, key, key_was in sorted(pairs):
         if key not in matched and key_was not in matched.values():
             matched[key] = key_was
-    taken = set(matched.values())
     for key, o in new.items():  # a record without a centre (an older run): the name
-        if (
-            key not in matched
-            and key in old
-            and key not in taken
-            and None in (o.get("centre_px"), old[key].get("centre_px"))
-        ):
+        unplaced = None in (o.get("centre_px"), old.get(key, {}).get("centre_px"))
+        if unplaced and key in old and key not in matched and key not in matched.values():
             matched[key] = key
     return matched
 
