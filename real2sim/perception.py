@@ -263,7 +263,9 @@ def _raised(table: TablePlane, height_m: float) -> TablePlane:
 def _lifted(g: ObjectGeometry, height_m: float) -> ObjectGeometry:
     """``g``, fitted on a :func:`_raised` table, back in the table's world frame."""
     up = np.array([0.0, 0.0, height_m])
-    return dataclasses.replace(g, position=g.position + up, points_world=g.points_world + up)
+    return dataclasses.replace(
+        g, position=g.position + up, points_world=g.points_world + up, support_m=height_m
+    )
 
 
 def _from_silhouette(

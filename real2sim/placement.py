@@ -5,12 +5,13 @@ apart from its neighbours (:func:`place_objects`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mujoco
 import numpy as np
 
+from real2sim.scene_files import column_parts
 from real2sim.separate import trim_overlaps
 from real2sim.types import ObjectGeometry
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
@@ -75,13 +76,15 @@ def robot_facing_transform(T_world_cam: np.ndarray, centre_world: np.ndarray) ->
 def _resting_on(
     g: ObjectGeometry, others: Sequence[ObjectGeometry], names: Sequence[str], name: str
 ) -> str | None:
-    """The name of the object whose top is within :data:`REST_TOLERANCE_M` of ``g``'s bottom and whose
+    """The name of the object whose height range holds ``g``'s bottom (from its own bottom to
+    :data:`REST_TOLERANCE_M` over its top: ``g`` lies on its top or stands in it, a can in a bowl) and whose
     top-view bounding box overlaps ``g``'s most, or None."""
     v = g.world_vertices()
+    bottom = float(v[:, 2].min())
     best, most = None, 0.0
     for h, other in zip(others, names):
         w = h.world_vertices()
-        if other == name or abs(float(v[:, 2].min()) - float(w[:, 2].max())) > REST_TOLERANCE_M:
+        if other == name or not float(w[:, 2].min()) <= bottom <= float(w[:, 2].max()) + REST_TOLERANCE_M:
             continue
         side = np.minimum(v[:, :2].max(axis=0), w[:, :2].max(axis=0)) - np.maximum(
             v[:, :2].min(axis=0), w[:, :2].min(axis=0)
@@ -95,18 +98,20 @@ def _resting_on(
 def place_objects(
     geometries: Sequence[ObjectGeometry], names: Sequence[str], table_z: float = 0.0
 ) -> tuple[list[ObjectGeometry], dict[str, dict[str, Any]], list[str]]:
-    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it, cut
-    overlapping pairs apart where their observed points part (:func:`real2sim.separate.trim_overlaps`: only
-    unseen volume goes), then push pairs still interpenetrating apart horizontally (convex hulls, MuJoCo's
-    collision test) until none overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries,
-    what moved and cut each (``lift_m``, ``cuts``, ``push_m``; ``on``: for one left above the table, the
-    object it lies on, or None), warnings. Masses were estimated before the cuts, from the uncut extents."""
+    """Set every object whose lowest vertex is within :data:`REST_TOLERANCE_M` of the table down on it (not
+    one fitted standing on another, ``support_m``), cut overlapping pairs apart where their observed points
+    part (:func:`real2sim.separate.trim_overlaps`: only unseen volume goes; an object standing on or in
+    another is carved out of it instead), then push pairs still interpenetrating apart horizontally, or an
+    object standing on another up off it (the parts each is simulated with, MuJoCo's collision test) until
+    none overlaps by more than :data:`SEPARATION_M`. Returns the moved geometries, what moved and cut each
+    (``lift_m``, ``cuts``, ``push_m``; ``on``: for one left above the table, the object it stands on or in,
+    or None), warnings. Masses were estimated before the cuts, from the uncut extents."""
     out = list(geometries)
     info: dict[str, dict[str, Any]] = {n: {"lift_m": 0.0, "cuts": [], "push_m": [0.0, 0.0]} for n in names}
     warnings: list[str] = []
     for i, (g, name) in enumerate(zip(out, names)):
         low = float(g.world_vertices()[:, 2].min()) - table_z
-        if abs(low) <= REST_TOLERANCE_M or low < 0:
+        if low < 0 or (abs(low) <= REST_TOLERANCE_M and g.support_m <= 0.0):
             out[i] = _moved(g, np.array([0.0, 0.0, -low]))
             info[name]["lift_m"] = round(-low, 6)
         else:
@@ -114,57 +119,81 @@ def place_objects(
             warnings.append(
                 f"'{name}' floats {low:.3f} m above the table: left in place (stacked or held?)"
                 if under is None
-                else f"'{name}' lies on '{under}', {low:.3f} m above the table"
+                else f"'{name}' stands on or in '{under}', {low:.3f} m above the table"
             )
     if len(out) < 2:
         return out, info, warnings
-    out, cuts = trim_overlaps(out, names)
+    index = {n: i for i, n in enumerate(names)}
+    standing = {index[n]: index[i["on"]] for n, i in info.items() if i.get("on") is not None}
+    out, cuts = trim_overlaps(out, names, standing)
     for name, made in cuts.items():
         info[name]["cuts"] = made
+    parts = [_collision_parts(g) for g in out]
     for _ in range(MAX_SEPARATION_ROUNDS):
-        pushes = _overlap_pushes(out)
+        pushes = _overlap_pushes(out, parts, standing)
         if not pushes:
             break
         for i, push in pushes.items():
-            out[i] = _moved(out[i], np.array([push[0], push[1], 0.0]))
-            total = np.asarray(info[names[i]]["push_m"]) + push
+            out[i] = _moved(out[i], push)
+            total = np.asarray(info[names[i]]["push_m"]) + push[:2]
             info[names[i]]["push_m"] = [round(float(v), 6) for v in total]
+            info[names[i]]["lift_m"] = round(info[names[i]]["lift_m"] + float(push[2]), 6)
     else:
         warnings.append("objects still overlap after pushing them apart; see the settle report")
     return out, info, warnings
 
 
-def _overlap_pushes(geoms: Sequence[ObjectGeometry]) -> dict[int, np.ndarray]:
-    """Horizontal pushes (m) that separate overlapping convex hulls; each pair's depth split by mass proxy
-    (hull volume) so the smaller object moves more."""
+def _collision_parts(g: ObjectGeometry) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The convex parts (vertices, faces; object frame, m) ``g`` collides with in the simulation: its convex
+    hull, or a concave object's columns (:func:`real2sim.scene_files.column_parts`: a bowl's cavity stays
+    open, so what stands in it is not pushed out)."""
+    if g.concave:
+        verts, faces = column_parts(g.mesh)
+        if verts:
+            return list(zip(verts, faces))
+    hull = g.mesh.convex_hull
+    return [(np.asarray(hull.vertices), np.asarray(hull.faces))]
+
+
+def _overlap_pushes(
+    geoms: Sequence[ObjectGeometry],
+    parts: Sequence[list[tuple[np.ndarray, np.ndarray]]],
+    standing: Mapping[int, int],
+) -> dict[int, np.ndarray]:
+    """Pushes (3,), m, that separate overlapping objects (``parts``: each one's :func:`_collision_parts`):
+    horizontal, each pair's depth split by mass proxy (hull volume) so the smaller object moves more, except
+    that an object standing on or in another (``standing``: its index -> the other's) is lifted off it."""
     spec = mujoco.MjSpec()
-    hulls = [g.mesh.convex_hull for g in geoms]
-    for i, (g, hull) in enumerate(zip(geoms, hulls)):
-        mesh = spec.add_mesh(name=f"m{i}")
-        mesh.uservert = np.asarray(hull.vertices, dtype=np.float32).ravel().tolist()
-        mesh.userface = np.asarray(hull.faces, dtype=np.int32).ravel().tolist()
+    for i, g in enumerate(geoms):
         body = spec.worldbody.add_body(name=f"b{i}", pos=list(g.position), quat=list(g.quaternion))
         body.add_freejoint()
-        body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"m{i}", margin=SEPARATION_M)
+        for j, (verts, faces) in enumerate(parts[i]):
+            mesh = spec.add_mesh(name=f"m{i}_{j}")
+            mesh.uservert = np.asarray(verts, dtype=np.float32).ravel().tolist()
+            mesh.userface = np.asarray(faces, dtype=np.int32).ravel().tolist()
+            body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"m{i}_{j}", margin=SEPARATION_M)
     model = spec.compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
-    volumes = np.array([max(float(h.volume), 1e-9) for h in hulls])
+    volumes = np.array([max(float(g.mesh.convex_hull.volume), 1e-9) for g in geoms])
     pushes: dict[int, np.ndarray] = {}
     for k in range(data.ncon):
         c = data.contact[k]
         if c.dist >= -SEPARATION_M:
             continue
         a, b = (int(model.geom_bodyid[g]) - 1 for g in c.geom)
-        normal = np.asarray(c.frame[:3])  # from geom 0 towards geom 1
-        horizontal = normal[:2]
-        if np.linalg.norm(horizontal) < 1e-6:
-            horizontal = np.asarray(geoms[b].position[:2]) - np.asarray(geoms[a].position[:2])
-        horizontal = horizontal / max(np.linalg.norm(horizontal), 1e-9)
         depth = -float(c.dist) + SEPARATION_M
-        share_a = volumes[b] / (volumes[a] + volumes[b])
-        for idx, sign, share in ((a, -1.0, share_a), (b, 1.0, 1.0 - share_a)):
-            step = sign * share * depth * horizontal
+        if standing.get(a) == b or standing.get(b) == a:
+            steps = [(a if standing.get(a) == b else b, np.array([0.0, 0.0, depth]))]
+        else:
+            normal = np.asarray(c.frame[:3])  # from geom 0 towards geom 1
+            horizontal = normal[:2]
+            if np.linalg.norm(horizontal) < 1e-6:
+                horizontal = np.asarray(geoms[b].position[:2]) - np.asarray(geoms[a].position[:2])
+            horizontal = np.append(horizontal / max(np.linalg.norm(horizontal), 1e-9), 0.0)
+            share_a = volumes[b] / (volumes[a] + volumes[b])
+            steps = [(a, -share_a * depth * horizontal), (b, (1.0 - share_a) * depth * horizontal)]
+        for idx, step in steps:
             prev = pushes.get(idx)
             if prev is None or np.linalg.norm(step) > np.linalg.norm(prev):
                 pushes[idx] = step

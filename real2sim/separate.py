@@ -13,7 +13,7 @@ it was measured; only unseen volume is removed. Mesh booleans are manifold3d's (
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -108,14 +108,7 @@ def _cut(g: ObjectGeometry, normal: np.ndarray, offset: float) -> ObjectGeometry
     n_obj = -(R.T @ normal)
     off_obj = -(offset - float(normal @ p))
     kept = _manifold(g.mesh.vertices, g.mesh.faces).trim_by_plane(n_obj.tolist(), off_obj)
-    out = kept.to_mesh()
-    mesh = trimesh.Trimesh(np.asarray(out.vert_properties, np.float64)[:, :3], np.asarray(out.tri_verts))
-    if len(mesh.faces) == 0 or mesh.volume < MIN_KEEP * max(float(g.mesh.volume), 1e-12):
-        return None
-    lo, hi = mesh.bounds
-    centre = 0.5 * (lo + hi)
-    mesh.apply_translation(-centre)
-    return dataclasses.replace(g, mesh=mesh, position=p + R @ centre, extent=hi - lo)
+    return _recentred(g, kept.to_mesh(), R, p)
 
 
 def _overlap_m3(a: ObjectGeometry, b: ObjectGeometry) -> float:
@@ -126,18 +119,61 @@ def _overlap_m3(a: ObjectGeometry, b: ObjectGeometry) -> float:
     return float(both.volume())
 
 
+def _hollowed(vessel: ObjectGeometry, inner: ObjectGeometry) -> ObjectGeometry | None:
+    """``vessel`` without what lies over ``inner``'s footprint (the convex hull of its top view) from
+    :data:`GAP_M` under ``inner``'s bottom up: the room an object standing in it (a can in a bowl) takes,
+    which the vessel's completion guessed full. None when that would leave less than :data:`MIN_KEEP` of
+    it."""
+    v = inner.world_vertices()
+    bottom = float(v[:, 2].min()) - GAP_M
+    top = float(max(v[:, 2].max(), vessel.world_vertices()[:, 2].max())) + 1.0
+    xy = v[:, :2]
+    prism = trimesh.convex.convex_hull(np.vstack([np.c_[xy, np.full(len(xy), z)] for z in (bottom, top)]))
+    R = quat_to_matrix(vessel.quaternion)
+    p = np.asarray(vessel.position, dtype=float)
+    room = (np.asarray(prism.vertices) - p) @ R  # the prism in the vessel's frame
+    kept = (_manifold(vessel.mesh.vertices, vessel.mesh.faces) - _manifold(room, prism.faces)).to_mesh()
+    return _recentred(vessel, kept, R, p)
+
+
+def _recentred(g: ObjectGeometry, out: Any, R: np.ndarray, p: np.ndarray) -> ObjectGeometry | None:
+    """``g`` with its mesh replaced by the manifold mesh ``out`` (its frame: rotation ``R``, origin ``p``),
+    re-centred on its bounding box; None when it keeps less than :data:`MIN_KEEP` of ``g``'s volume."""
+    mesh = trimesh.Trimesh(np.asarray(out.vert_properties, np.float64)[:, :3], np.asarray(out.tri_verts))
+    if len(mesh.faces) == 0 or mesh.volume < MIN_KEEP * max(float(g.mesh.volume), 1e-12):
+        return None
+    lo, hi = mesh.bounds
+    centre = 0.5 * (lo + hi)
+    mesh.apply_translation(-centre)
+    return dataclasses.replace(g, mesh=mesh, position=p + R @ centre, extent=hi - lo)
+
+
 def trim_overlaps(
-    geometries: Sequence[ObjectGeometry], names: Sequence[str]
+    geometries: Sequence[ObjectGeometry], names: Sequence[str], standing: Mapping[int, int] | None = None
 ) -> tuple[list[ObjectGeometry], dict[str, list[dict[str, Any]]]]:
     """The objects (world frame) with every pair overlapping by more than :data:`OVERLAP_M3` cut apart at
     their observed points' separating plane (pairs in index order), and per object name its cuts: the
     other object, the volume removed (cm³) and the gap between the two point sets along the plane's normal
-    (cm; negative: the points themselves overlap that much and the cut takes the outermost of them)."""
+    (cm; negative: the points themselves overlap that much and the cut takes the outermost of them).
+    ``standing``: object index -> index of the object it stands on or in; such a pair is not cut in two,
+    the room the standing one takes is taken out of the other (:func:`_hollowed`; its gap: None)."""
     out = list(geometries)
     cuts: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    standing = standing or {}
     for i in range(len(out)):
         for j in range(i + 1, len(out)):
             if _overlap_m3(out[i], out[j]) <= OVERLAP_M3:
+                continue
+            vessel = i if standing.get(j) == i else j if standing.get(i) == j else None
+            if vessel is not None:
+                inner = i + j - vessel
+                new = _hollowed(out[vessel], out[inner])
+                if new is not None:
+                    removed = float(out[vessel].mesh.volume - new.mesh.volume)
+                    cuts[names[vessel]].append(
+                        {"with": names[inner], "removed_cm3": round(1e6 * removed, 3), "gap_cm": None}
+                    )
+                    out[vessel] = new
                 continue
             normal, offset, gap = separating_plane(out[i].points_world, out[j].points_world)
             a = _cut(out[i], normal, offset - 0.5 * GAP_M)

@@ -114,6 +114,9 @@ class ObjectGeometry:
     heightfield_cell_m: float | None = None
     """A height field, columns standing on the table as high as the surface seen over them: their width (m)
     (:mod:`real2sim.heightfield`)."""
+    support_m: float = 0.0
+    """Height (m above the table) of the surface it was fitted standing on: another object's top, a vessel's
+    floor (:mod:`real2sim.stacked`, :func:`real2sim.plateaus.split_in_vessel`); 0 on the table."""
 
     def world_vertices(self) -> np.ndarray:
         """The posed mesh's vertices (N, 3) in the world frame (m)."""
