@@ -3,7 +3,9 @@ one's outline is part of it (:func:`merge_nested`), and so is a region of its hu
 completed circle (:func:`merge_into_round`: a bowl's front wall cut off at its rim) and a small region over a
 nearer one that makes a round whole with it (:func:`join_insides`: a bowl's inside over its near rim); a
 region whose top view is two plateaus is two objects side by side (:func:`split_at_height_step`), a region
-whose top view is two humps of one height is two objects lying side by side (:func:`split_at_saddle`)."""
+whose top view is two humps of one height is two objects lying side by side (:func:`split_at_saddle`), and
+one whose top view is a solid top in a moat within a rim is an object standing in a vessel
+(:func:`split_in_vessel`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ __all__ = [
     "merge_nested",
     "one_hue",
     "split_at_height_step",
+    "split_in_vessel",
     "split_at_saddle",
     "top_view",
 ]
@@ -76,6 +79,9 @@ green bowl, 36 mm, through the camera model: 4.7-5.4 %); two discs side by side,
 radius apart, leave 8.5-14 %."""
 ROUND_SHARE = 0.9
 """Share of a region's top-view points within that circle for it to be part of the round region."""
+ROUND_RISE_M = 0.015
+"""How far (m) a region's top may rise over a round one's to be its wall (:func:`merge_into_round`); what
+rises higher stands in it (a can in a bowl, :func:`split_in_vessel`)."""
 ROUND_HUE = 12.0
 """Largest distance of two regions' median colours in Lab's a, b (OpenCV's 8-bit scale): of one hue,
 whatever their shading (lightness is left out: a bowl's lit inside and shaded outside differ most in it)."""
@@ -94,7 +100,8 @@ def merge_into_round(
     outline, :data:`ROUND_MARGIN` larger) and the two are of one hue (:func:`one_hue`; ``lab``: the frame's
     colour in Lab; ``pts`` the camera points (H, W, 3, m), ``valid`` where they were measured). Two objects
     cannot stand in one footprint: a part in it is the vessel's wall that the depth camera's shadow along the
-    rim cut off, unless it lies in the vessel (then of another hue)."""
+    rim cut off, unless it stands in the vessel (its top :data:`ROUND_RISE_M` over the vessel's, or of
+    another hue)."""
     import cv2
 
     out = sorted(regions, key=lambda r: -int(r[0].sum()))
@@ -103,6 +110,8 @@ def merge_into_round(
         merged = False
         for i, j in [(a, b) for a in range(len(out)) for b in range(a + 1, len(out))]:
             host, part = out[i][0], out[j][0]
+            if out[j][1] > out[i][1] + ROUND_RISE_M:  # stands out of it: an object in it, not its wall
+                continue
             near = cv2.dilate(part.astype(np.uint8), np.ones((near_px, near_px), np.uint8)) > 0
             if not (near & host).any() or not one_hue(lab, host, part):
                 continue
@@ -296,6 +305,81 @@ def split_at_saddle(
     dist_a = distance_transform_edt(comp != a)
     dist_b = distance_transform_edt(comp != b)
     return _two_parts(mask, rows, cols, h, (dist_a <= dist_b)[ij[:, 0], ij[:, 1]], min_pixels) or whole
+
+
+IN_VESSEL_CELL_M = 0.005
+"""Top-view cell (m) of :func:`split_in_vessel`."""
+IN_VESSEL_LEVEL = 0.9
+"""Share of a region's top above which its cells are the top of an object standing in a vessel."""
+IN_VESSEL_MIN_CELLS = 40
+"""Fewest such top-view cells (5 mm: 10 cm^2) for a verdict."""
+IN_VESSEL_MAX_SHARE = 0.5
+"""Largest share of the region's top-view cells that top may hold: the vessel is wider than what stands in
+it."""
+IN_VESSEL_MIN_FILL = 0.7
+"""Least share of its convex hull the top fills: a solid top, not a rim's arc."""
+IN_VESSEL_RING_M = 0.03
+"""Width (m, top view) of the ring around the top whose heights are the moat between it and the vessel's
+rim."""
+IN_VESSEL_DROP_M = 0.025
+"""How far (m) the moat's median height lies under the top's."""
+IN_VESSEL_RIM_M = 0.02
+"""How far (m) above the moat's median the vessel's rim stands, beyond the ring."""
+IN_VESSEL_RIM_SECTORS = 5
+"""Least number of the eight 45-degree sectors around the top in which that rim is seen."""
+IN_VESSEL_GROW_M = 0.01
+"""How far (m, top view) past its top the standing object's side reaches (the depth's smoothing spreads
+it)."""
+IN_VESSEL_FLOOR_M = 0.01
+"""How far (m) above the vessel's floor the standing object's pixels begin: lower ones are the floor's."""
+
+
+def split_in_vessel(
+    mask: np.ndarray, pts: np.ndarray, height: np.ndarray, T_world_cam: np.ndarray, min_pixels: int
+) -> tuple[list[tuple[np.ndarray, float]], float | None]:
+    """Split a region into a vessel and the object standing in it (a can in a bowl): its top view is a solid
+    top (the cells above :data:`IN_VESSEL_LEVEL` of the region's top, filling :data:`IN_VESSEL_MIN_FILL` of
+    their hull, at most :data:`IN_VESSEL_MAX_SHARE` of the cells), a moat around it :data:`IN_VESSEL_DROP_M`
+    lower, and beyond the moat a rim rising :data:`IN_VESSEL_RIM_M` above it on most sides
+    (:data:`IN_VESSEL_RIM_SECTORS`). A bottle's cap has a moat (its shoulder) but no rim beyond it; a bowl's
+    rim is an arc, not a solid top. The standing object keeps the pixels within :data:`IN_VESSEL_GROW_M` of
+    its top in the top view and :data:`IN_VESSEL_FLOOR_M` above the vessel's floor (the moat's 10th
+    percentile). Returns ``([(mask, top)], None)``: the region whole, or ``([(vessel, top), (object, top)],
+    floor)`` with the height (m above the table) the object stands at."""
+    import cv2
+
+    field = _height_field(mask, pts, height, T_world_cam, IN_VESSEL_CELL_M)
+    if field is None:
+        return [(mask, float(np.percentile(height[mask], 98)))], None
+    rows, cols, h, top, ij, H = field
+    whole: tuple[list[tuple[np.ndarray, float]], float | None] = [(mask, top)], None
+    occupied = np.isfinite(H)
+    count, comp, stats, _ = cv2.connectedComponentsWithStats(
+        (occupied & (H >= IN_VESSEL_LEVEL * top)).astype(np.uint8), connectivity=8
+    )
+    if count < 2:
+        return whole
+    summit = comp == 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    cells = np.argwhere(summit).astype(np.float64)
+    if not IN_VESSEL_MIN_CELLS <= len(cells) <= IN_VESSEL_MAX_SHARE * occupied.sum():
+        return whole
+    try:
+        if len(cells) < IN_VESSEL_MIN_FILL * ConvexHull(cells).volume:
+            return whole
+    except QhullError:
+        return whole
+    away = distance_transform_edt(~summit) * IN_VESSEL_CELL_M  # m from the top, top view
+    ring = occupied & ~summit & (away <= IN_VESSEL_RING_M)
+    if not ring.any() or np.median(H[ring]) > np.median(H[summit]) - IN_VESSEL_DROP_M:
+        return whole
+    rim = occupied & (away > IN_VESSEL_RING_M) & (H >= np.median(H[ring]) + IN_VESSEL_RIM_M)
+    angle = np.arctan2(*(np.argwhere(rim) - cells.mean(axis=0)).T)
+    if len(np.unique(np.floor(4 * (angle + np.pi) / np.pi).astype(int) % 8)) < IN_VESSEL_RIM_SECTORS:
+        return whole
+    floor = float(np.percentile(H[ring], 10))
+    standing = (away <= IN_VESSEL_GROW_M)[ij[:, 0], ij[:, 1]] & (h > floor + IN_VESSEL_FLOOR_M)
+    parts = _two_parts(mask, rows, cols, h, ~standing, min_pixels)
+    return whole if parts is None else (parts, floor)
 
 
 def _two_parts(

@@ -2,9 +2,9 @@
 
 :func:`find_clusters` finds the candidate pixels above the table plane, cuts them at depth discontinuities,
 concave creases and colour edges (:mod:`real2sim.clutter`), keeps the regions that rest on the table, merges
-regions seen within another's top-view outline, splits a region whose top view is two plateaus or that holds
-touching objects of different colours (:mod:`real2sim.split`). Matching regions to labels is
-:mod:`real2sim.segment`'s job.
+regions seen within another's top-view outline, splits a region whose top view is two plateaus, that holds
+touching objects of different colours (:mod:`real2sim.split`) or a vessel and what stands in it. Matching
+regions to labels is :mod:`real2sim.segment`'s job.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from real2sim.plateaus import (
     merge_nested,
     split_at_height_step,
     split_at_saddle,
+    split_in_vessel,
 )
 from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
 from real2sim.silhouette import snap_to_colour
@@ -113,7 +114,9 @@ def find_clusters(
     plane (:data:`WALL_SHARE` of its points within the plane's band) is a piece of that wall cut off by the
     objects in front of it, not an object.
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
-    split, and a small region of a larger one's colour beside it (a mug's handle) joins it
+    split, so is, after the colour split, a vessel and the object standing in it (a can in a bowl,
+    :func:`real2sim.plateaus.split_in_vessel`: that object is fitted standing on the vessel's floor), and a
+    small region of a larger one's colour beside it (a mug's handle) joins it
     (:func:`real2sim.clutter.merge_appendages`), as does, last, a region of a round one's hue within its
     completed circle (a bowl's front wall the shadow along its rim cut off, :func:`merge_into_round`), and
     two regions that are one bar seen on both sides of something in front of it are joined
@@ -200,6 +203,7 @@ def find_clusters(
         )
         kept = split_regions(kept, ctx)
         stacked = ctx.stacked
+    kept = _split_vessels(kept, pts, height, T, min_pixels, stacked)  # after the split: a vessel alone
     kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
     kept = merge_into_round(kept, pts, valid, table, lab)  # last: the gap split parts a vessel's wall too
     kept = join_across_occluders(kept, pts, valid, z, table, lab)  # a brush the fingers cut in two
@@ -213,7 +217,7 @@ def find_clusters(
         kept = [(g, top) for g, (_, top) in zip(grown, kept)]
     rng = np.random.default_rng(0)
     clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]
-    for c in clusters:  # an object the colour split found lying on another (real2sim.stacked)
+    for c in clusters:  # an object lying on another (real2sim.stacked) or standing in a vessel
         c.support_m = max((h for m, h in stacked if (c.mask & m).sum() >= 0.5 * m.sum()), default=0.0)
     if snap and clusters:
         snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, z, candidate, jump_m=jump_m)
@@ -229,6 +233,26 @@ def find_clusters(
                 c.silhouette = c.seen | floor
     clusters.sort(key=lambda c: -c.size_m3)
     return clusters
+
+
+def _split_vessels(
+    regions: list[tuple[np.ndarray, float]],
+    pts: np.ndarray,
+    height: np.ndarray,
+    T_world_cam: np.ndarray,
+    min_pixels: int,
+    stacked: list[tuple[np.ndarray, float]],
+) -> list[tuple[np.ndarray, float]]:
+    """``regions`` with each that is a vessel and an object standing in it split in two
+    (:func:`real2sim.plateaus.split_in_vessel`); each object so found is added to ``stacked`` with the height
+    (m above the table) it stands at."""
+    out: list[tuple[np.ndarray, float]] = []
+    for mask, _ in regions:
+        parts, floor = split_in_vessel(mask, pts, height, T_world_cam, min_pixels)
+        out += parts
+        if floor is not None:
+            stacked.append((parts[-1][0], floor))
+    return out
 
 
 def _cut_regions(

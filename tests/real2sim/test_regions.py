@@ -349,6 +349,8 @@ def test_only_a_part_of_the_round_regions_hue_within_its_circle_joins_it() -> No
     table = SimpleNamespace(T_world_cam=np.eye(4))
     merged = merge_into_round([(ring, 0.05), (front, 0.05)], pts, valid, table, lab)
     assert len(merged) == 1 and (merged[0][0] == (ring | front)).all()
+    # Of its hue but rising 4 cm over its rim: a can standing in the bowl stays an object.
+    assert len(merge_into_round([(ring, 0.05), (front, 0.09)], pts, valid, table, lab)) == 2
     lab[front] = (128.0, 90.0, 170.0)  # another hue: an apple in the bowl stays an object
     assert len(merge_into_round([(ring, 0.05), (front, 0.05)], pts, valid, table, lab)) == 2
     pts[32:40, 20:80, 1] = -0.12  # outside the circle: a box before the bowl stays an object

@@ -168,6 +168,29 @@ def test_two_humps_side_by_side_are_two_objects_but_not_a_rim_a_flat_top_or_an_o
     assert len(split_at_saddle(mask & (r < 29), pts, rim, np.eye(4), 10)) == 1
 
 
+def test_a_can_standing_in_a_bowl_is_an_object_of_its_own_but_not_a_cap_or_an_empty_bowl() -> None:
+    """Top view (2 mm pixels): a bowl 16 cm across, its floor 1 cm high, its wall rising to an 8 cm rim, and a
+    can 5 cm across standing on its floor, 12 cm tall. The can is split off with the floor it stands on; a
+    bottle's cap on its shoulder (no rim beyond) and the empty bowl (its top is the rim's ring) are not."""
+    from real2sim.plateaus import split_in_vessel
+
+    rows, cols = np.mgrid[0:100, 0:100]
+    pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)
+    r = np.hypot(rows - 50, cols - 50) * 0.002  # m from the centre
+    bowl = np.where(r < 0.04, 0.01, 0.01 + 0.07 * (r - 0.04) / 0.04)
+    mask = r <= 0.08
+    with_can = np.where(r < 0.025, 0.12, bowl)
+    parts, floor = split_in_vessel(mask, pts, with_can, np.eye(4), 10)
+    assert len(parts) == 2 and floor == pytest.approx(0.01, abs=0.002)
+    (vessel, rim), (can, top) = parts
+    assert can[50, 50] and not vessel[50, 50] and vessel[50, 15] and not (can & vessel).any()
+    assert (can | vessel).sum() == mask.sum() and rim == pytest.approx(0.08, abs=0.005) and top == 0.12
+    assert can.sum() == pytest.approx((r < 0.025).sum(), rel=0.35)  # the top and the side the depth smears
+    bottle = np.where(r < 0.02, 0.2, 0.16)  # a wide cap on a flat shoulder
+    assert split_in_vessel(r < 0.06, pts, bottle, np.eye(4), 10)[1] is None
+    assert split_in_vessel(mask, pts, bowl, np.eye(4), 10)[1] is None
+
+
 def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
     """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
     cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point
