@@ -442,3 +442,38 @@ def test_the_halo_a_cup_leaves_on_the_table_behind_it_is_no_object() -> None:
     on_strip = [c for c in clusters if (c.mask & strip).sum() >= 0.5 * c.mask.sum()]
     assert not on_strip, [int(c.mask.sum()) for c in on_strip]
     assert len(clusters) == 11
+
+
+def test_a_can_standing_in_a_bowl_of_its_colour_is_found_on_the_bowls_floor() -> None:
+    """A can 12 cm tall standing on the floor (6 mm high) of a bowl of its colour, rendered, its depth smoothed
+    as UOIS's camera smooths it (a Gaussian of 2 px): the depth cuts leave them one region. It is split in
+    two, the can to be fitted standing on the floor it was found on (8 mm from the smoothed depth), and not
+    merged back as the bowl's wall (it rises 4.6 cm over the rim). Before: one region over both."""
+    import dataclasses
+
+    import cv2
+
+    from real2sim.regions import find_clusters
+    from real2sim.table import fit_table
+    from simpact.core.frame import Frame
+    from simpact.core.scene import SceneObject
+    from simpact.tasks import load_task
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.world import MujocoWorld
+
+    teal = (0.2, 0.6, 0.55, 1.0)
+    bowl = SceneObject("bowl", "bowl", (0.09, 0.08, 0.006), (0.55, 0.12, 0.0), rgba=teal, collides=False)
+    can = SceneObject("can", "cylinder", (0.03, 0.12), (0.55, 0.12, 0.066), rgba=teal, collides=False)
+    scene = dataclasses.replace(load_task("bowl_stacking").scene(0), objects=(bowl, can))
+    sharp = render_frame(MujocoWorld(scene))
+    assert sharp.masks is not None
+    smooth = cv2.GaussianBlur(sharp.depth, (0, 0), 2.0)
+    frame = Frame(sharp.rgb, smooth, sharp.K, sharp.T_base_cam, sharp.masks, dict(sharp.mask_names))
+    truth = {n: sharp.masks == i for i, n in sharp.mask_names.items()}
+    clusters = find_clusters(frame, fit_table(frame))
+    best = {n: max(clusters, key=lambda c: int((c.mask & t).sum())) for n, t in truth.items()}
+    assert best["bowl"] is not best["can"], "one region over the bowl and the can"
+    for name, c in best.items():
+        iou = (c.mask & truth[name]).sum() / (c.mask | truth[name]).sum()
+        assert iou > 0.7, (name, iou)
+    assert best["can"].support_m == pytest.approx(0.006, abs=0.008) and best["bowl"].support_m == 0.0
