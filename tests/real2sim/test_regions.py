@@ -445,10 +445,10 @@ def test_the_halo_a_cup_leaves_on_the_table_behind_it_is_no_object() -> None:
 
 
 def test_a_can_standing_in_a_bowl_of_its_colour_is_found_on_the_bowls_floor() -> None:
-    """A can 12 cm tall standing on the floor (6 mm high) of a bowl of its colour, rendered, its depth smoothed
-    as UOIS's camera smooths it (a Gaussian of 2 px): the depth cuts leave them one region. It is split in
-    two, the can to be fitted standing on the floor it was found on (8 mm from the smoothed depth), and not
-    merged back as the bowl's wall (it rises 4.6 cm over the rim). Before: one region over both."""
+    """A can 12 cm tall standing on the floor (6 mm high) of a bowl of its colour, rendered, its depth
+    smoothed as UOIS's camera smooths it (a Gaussian of 2 px): the depth cuts leave them one region. It is
+    split in two, the can to be fitted standing on the floor it was found on (12 mm from the smoothed depth),
+    and not merged back as the bowl's wall (it rises 4.6 cm over the rim). Before: one region over both."""
     import dataclasses
 
     import cv2
