@@ -243,15 +243,19 @@ def _split_vessels(
     min_pixels: int,
     stacked: list[tuple[np.ndarray, float]],
 ) -> list[tuple[np.ndarray, float]]:
-    """``regions`` with each that is a vessel and an object standing in it split in two
-    (:func:`real2sim.plateaus.split_in_vessel`); each object so found is added to ``stacked`` with the height
-    (m above the table) it stands at."""
+    """``regions`` with each that is a vessel and the objects standing in it split apart, the tallest first
+    (:func:`real2sim.plateaus.split_in_vessel`, again on what is left); each object so found is added to
+    ``stacked`` with the height (m above the table) it stands at."""
     out: list[tuple[np.ndarray, float]] = []
-    for mask, _ in regions:
-        parts, floor = split_in_vessel(mask, pts, height, T_world_cam, min_pixels)
-        out += parts
-        if floor is not None:
-            stacked.append((parts[-1][0], floor))
+    for region in regions:
+        while True:
+            parts, floor = split_in_vessel(region[0], pts, height, T_world_cam, min_pixels)
+            if floor is None:
+                out.append(region)
+                break
+            region, standing = parts
+            out.append(standing)
+            stacked.append((standing[0], floor))
     return out
 
 

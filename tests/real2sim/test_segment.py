@@ -191,6 +191,25 @@ def test_a_can_standing_in_a_bowl_is_an_object_of_its_own_but_not_a_cap_or_an_em
     assert split_in_vessel(mask, pts, bowl, np.eye(4), 10)[1] is None
 
 
+def test_two_cans_standing_in_one_bowl_are_two_objects() -> None:
+    """Top view as above, a bowl 18 cm across (its floor flat over 10 cm) with two cans standing on its floor
+    7 cm apart: both are split off, each with the floor it stands on."""
+    from real2sim.regions import _split_vessels
+
+    rows, cols = np.mgrid[0:100, 0:100]
+    pts = np.stack([cols * 0.002, rows * 0.002, np.ones(rows.shape)], axis=-1)
+    r = np.hypot(rows - 50, cols - 50) * 0.002
+    height = np.where(r < 0.05, 0.01, 0.01 + 0.07 * (r - 0.05) / 0.04)
+    cans = [np.hypot(rows - 50, cols - c) * 0.002 < 0.018 for c in (32, 68)]
+    for can, tall in zip(cans, (0.12, 0.11)):
+        height[can] = tall
+    stacked: list[tuple[np.ndarray, float]] = []
+    parts = _split_vessels([(r <= 0.09, 0.12)], pts, height, np.eye(4), 10, stacked)
+    assert len(parts) == 3 and len(stacked) == 2
+    for can, (found, floor) in zip(cans, stacked):
+        assert (found & can).sum() == can.sum() and floor == pytest.approx(0.01, abs=0.002)
+
+
 def test_a_height_step_splits_two_objects_side_by_side_but_not_a_bowl() -> None:
     """Two plateaus side by side are two objects; a floor within a higher rim (a bowl) is one. The grid's
     cells are tested against the higher cells' convex hull (a degenerate case for Delaunay's point
