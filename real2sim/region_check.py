@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.ndimage import binary_fill_holes
+from scipy.ndimage import binary_fill_holes, distance_transform_edt
 
 from real2sim.clutter import table_extent_share
 from real2sim.types import TablePlane
@@ -23,8 +23,12 @@ __all__ = [
     "HALO_FRONT",
     "HALO_SUPPORT",
     "HALO_TOP_M",
+    "RAMP_FALL",
+    "RAMP_GAP_PX",
+    "RAMP_MAX_WIDTH_PX",
     "ROUGHNESS_PX",
     "RegionCheck",
+    "ramp_beside",
     "support_fraction",
     "table_roughness",
 ]
@@ -42,6 +46,13 @@ HALO_SUPPORT = 0.25
 """... if less than this share of its lower silhouette rests on the table ..."""
 HALO_FRONT = 0.25
 """... and at least this share of it has a region twice its height right in front of it (up to 6 px below)."""
+RAMP_MAX_WIDTH_PX = 10.0
+"""A strip at most this wide (px, twice its largest distance to its border) beside a region twice its height,
+within :data:`RAMP_GAP_PX` of it, ..."""
+RAMP_GAP_PX = 5
+RAMP_FALL = 0.5
+"""... whose heights fall away from that region (the median over the quarter of its pixels farthest from it
+at most this share of the nearest quarter's) is the smoothed depth's ramp beside it (:func:`ramp_beside`)."""
 
 
 @dataclasses.dataclass
@@ -106,9 +117,12 @@ class RegionCheck:
         by 2-5 cm, and where the colour split cuts that strip off the object in front, it is left low, of the
         table's colour, hardly resting on the table, with a taller region in front of it (UOIS 0006's strip
         behind the pink cup). An object of the table's colour that low, behind a taller one and with its foot
-        hidden, would be taken for one too."""
+        hidden, would be taken for one too. So is a thin strip of that ramp beside a taller region, whatever
+        its colour (:func:`ramp_beside`: along a drill's handle, in its shadow)."""
         import cv2
 
+        if ramp_beside(mask, regions, self.height):
+            return True
         top = float(np.percentile(self.height[mask], 98))
         if top >= HALO_TOP_M:
             return False
@@ -192,6 +206,34 @@ def _lower_silhouette(mask: np.ndarray) -> np.ndarray:
     bottom = solid.copy()
     bottom[:-1] &= ~solid[1:]
     return bottom
+
+
+def ramp_beside(mask: np.ndarray, regions: list[tuple[np.ndarray, float]], height: np.ndarray) -> bool:
+    """Whether ``mask``, one of ``regions`` ((mask, top (m)) each), is a strip of the ramp a depth camera that
+    smooths its depth (UOIS's) leaves beside a taller region: at most :data:`RAMP_MAX_WIDTH_PX` wide, beside
+    (within :data:`RAMP_GAP_PX`) a region at least twice its height (``height``: per pixel, m above the
+    table), its heights falling away from it (:data:`RAMP_FALL`). A marker lying beside a box is as thin,
+    but level."""
+    import cv2
+
+    rows, cols = np.nonzero(mask)
+    box = mask[max(rows.min() - 1, 0) : rows.max() + 2, max(cols.min() - 1, 0) : cols.max() + 2]
+    if 2.0 * float(distance_transform_edt(box).max()) > RAMP_MAX_WIDTH_PX:
+        return False
+    top = float(np.percentile(height[mask], 98))
+    near = cv2.dilate(mask.astype(np.uint8), np.ones((2 * RAMP_GAP_PX + 1,) * 2, np.uint8)) > 0
+    touching = [
+        (int((near & other).sum()), i)
+        for i, (other, other_top) in enumerate(regions)
+        if other is not mask and other_top >= 2 * top
+    ]
+    touching = [(n, i) for n, i in touching if n > 0]
+    if not touching:
+        return False
+    away = distance_transform_edt(~regions[max(touching)[1]][0])[mask]
+    h = height[mask]
+    fall = np.median(h[away >= np.percentile(away, 75)])
+    return bool(fall <= RAMP_FALL * np.median(h[away <= np.percentile(away, 25)]))
 
 
 def support_fraction(

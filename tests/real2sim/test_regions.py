@@ -477,3 +477,28 @@ def test_a_can_standing_in_a_bowl_of_its_colour_is_found_on_the_bowls_floor() ->
         iou = (c.mask & truth[name]).sum() / (c.mask | truth[name]).sum()
         assert iou > 0.7, (name, iou)
     assert best["can"].support_m == pytest.approx(0.006, abs=0.008) and best["bowl"].support_m == 0.0
+
+
+def test_a_thin_ramp_beside_a_taller_region_is_its_halo_but_not_a_level_strip() -> None:
+    """UOIS 0000 and 0001 (the held-out frames): the smoothed depth leaves a strip 9 px wide along a toy
+    drill's handle, falling from 3.5 to 1.2 cm away from it, that the depth cut parted from the drill (an
+    object, `poor`, in each). A strip that falls so beside a region twice its height is its halo; a level one
+    (a marker lying beside a box), a wide one or one beside a region not twice its height is not."""
+    from real2sim.region_check import ramp_beside
+
+    height = np.zeros((60, 100))
+    box = np.zeros(height.shape, bool)
+    box[10:50, 20:51] = True
+    height[box] = 0.18
+    strip = np.zeros(height.shape, bool)
+    strip[12:48, 51:59] = True  # 8 px wide, touching the box
+    height[:, 51:59] = np.linspace(0.035, 0.012, 8)
+    regions = [(box, 0.18), (strip, 0.035)]
+    assert ramp_beside(strip, regions, height)
+    level = np.where(strip, 0.018, height)
+    assert not ramp_beside(strip, [(box, 0.18), (strip, 0.018)], level)
+    assert not ramp_beside(strip, [(box, 0.05), (strip, 0.035)], height)  # not twice its height
+    wide = np.zeros(height.shape, bool)
+    wide[12:48, 51:75] = True  # 24 px wide
+    height[:, 51:75] = np.linspace(0.035, 0.005, 24)
+    assert not ramp_beside(wide, [(box, 0.18), (wide, 0.035)], height)
