@@ -123,8 +123,10 @@ def place_objects(
             )
     if len(out) < 2:
         return out, info, warnings
-    index = {n: i for i, n in enumerate(names)}
-    standing = {index[n]: index[i["on"]] for n, i in info.items() if i.get("on") is not None}
+    index = {n: i for i, n in enumerate(names)}  # fitted standing on another: carved out of it, lifted off it
+    standing = {
+        i: index[info[n]["on"]] for i, n in enumerate(names) if out[i].support_m > 0 and info[n].get("on")
+    }
     out, cuts = trim_overlaps(out, names, standing)
     for name, made in cuts.items():
         info[name]["cuts"] = made

@@ -25,8 +25,8 @@ __all__ = [
     "merge_nested",
     "one_hue",
     "split_at_height_step",
-    "split_in_vessel",
     "split_at_saddle",
+    "split_in_vessel",
     "top_view",
 ]
 

@@ -47,9 +47,9 @@ HALO_SUPPORT = 0.25
 HALO_FRONT = 0.25
 """... and at least this share of it has a region twice its height right in front of it (up to 6 px below)."""
 RAMP_MAX_WIDTH_PX = 10.0
-"""A strip at most this wide (px, twice its largest distance to its border) beside a region twice its height,
-within :data:`RAMP_GAP_PX` of it, ..."""
+"""A strip at most this wide (px, twice its largest distance to its border) ..."""
 RAMP_GAP_PX = 5
+"""... within this (px) of a region at least twice its height ..."""
 RAMP_FALL = 0.5
 """... whose heights fall away from that region (the median over the quarter of its pixels farthest from it
 at most this share of the nearest quarter's) is the smoothed depth's ramp beside it (:func:`ramp_beside`)."""
