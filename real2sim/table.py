@@ -128,6 +128,10 @@ def fit_table(
     if not candidates:
         raise TableError(
             "no plane facing up was found in the depth (is a table visible, and is T_base_cam right?)"
+            if frame.T_base_cam is not None
+            else "no plane facing up was found in the depth: without calibration the table must face image "
+            "up (a camera looking down at it from the front); is a table visible? For a camera looking "
+            "straight down, give its T_base_cam in a frame bundle's frame.json"
         )
     # The table is the nearest large up-facing plane: a floor seen around a small table is farther away.
     largest = max(c[2] for c in candidates)
