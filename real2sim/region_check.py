@@ -28,6 +28,7 @@ __all__ = [
     "RAMP_MAX_WIDTH_PX",
     "ROUGHNESS_PX",
     "RegionCheck",
+    "STRAIGHT_DOWN",
     "ramp_beside",
     "support_fraction",
     "table_roughness",
@@ -46,6 +47,10 @@ HALO_SUPPORT = 0.25
 """... if less than this share of its lower silhouette rests on the table ..."""
 HALO_FRONT = 0.25
 """... and at least this share of it has a region twice its height right in front of it (up to 6 px below)."""
+STRAIGHT_DOWN = 0.25
+"""Largest ratio of the horizontal to the vertical gap (plus 5 mm) between a region's outline and the table
+pixel under it for the table to lie straight below it (:func:`support_fraction`; a camera at 76° elevation
+or more)."""
 RAMP_MAX_WIDTH_PX = 10.0
 """A strip at most this wide (px, twice its largest distance to its border) ..."""
 RAMP_GAP_PX = 5
@@ -108,7 +113,11 @@ class RegionCheck:
         bump = top < BUMP_TOP_M and self._table_coloured(mask, ring & ~mask & self.table.inliers)
         if bump and not self._steep_sided(mask):
             return None  # a bump of the table (its warp, mixed depth at an object's foot)
-        support = support_fraction(mask, self.pts, self.table.inliers) if low <= self.touch_m else 0.0
+        if low <= self.touch_m:
+            support = support_fraction(mask, self.pts, self.table.inliers)
+        else:  # its foot unseen: seen from above, its outline drops straight to the table
+            up = self.table.normal_cam
+            support = support_fraction(mask, self.pts, self.table.inliers, up=up, max_drop_m=top + 0.01)
         return mask, top, support
 
     def is_halo(self, mask: np.ndarray, regions: list[tuple[np.ndarray, float]]) -> bool:
@@ -237,10 +246,18 @@ def ramp_beside(mask: np.ndarray, regions: list[tuple[np.ndarray, float]], heigh
 
 
 def support_fraction(
-    mask: np.ndarray, pts: np.ndarray, table_px: np.ndarray, reach_px: int = 6, max_gap_m: float = 0.05
+    mask: np.ndarray,
+    pts: np.ndarray,
+    table_px: np.ndarray,
+    reach_px: int = 6,
+    max_gap_m: float = 0.05,
+    up: np.ndarray | None = None,
+    max_drop_m: float = 0.0,
 ) -> float:
     """Share of the region's lower silhouette pixels with a table pixel at most ``reach_px`` below them whose
-    point is within ``max_gap_m`` (m)."""
+    point is within ``max_gap_m`` (m) or, given the table's unit normal ``up`` (camera frame), straight below
+    theirs (:data:`STRAIGHT_DOWN` of the drop across, the drop at most ``max_drop_m``, m): seen from above,
+    an object's side is hidden and its outline drops to the table it stands on."""
     rows, cols = np.nonzero(_lower_silhouette(mask))
     if len(rows) == 0:
         return 0.0
@@ -250,7 +267,12 @@ def support_fraction(
     for k in range(1, reach_px + 1):
         r = np.minimum(rows + k, n_rows - 1)
         hit = ~resolved & (rows + k < n_rows) & table_px[r, cols]
-        gap = np.linalg.norm(pts[r, cols] - pts[rows, cols], axis=1)
-        supported |= hit & (gap < max_gap_m)
+        gap = pts[r, cols] - pts[rows, cols]
+        near = np.linalg.norm(gap, axis=1) < max_gap_m
+        if up is not None:
+            drop = -(gap @ up)
+            across = np.linalg.norm(gap + drop[:, None] * up, axis=1)
+            near |= (drop > 0) & (drop <= max_drop_m) & (across <= STRAIGHT_DOWN * drop + 0.005)
+        supported |= hit & near
         resolved |= hit
     return float(supported.mean())

@@ -28,7 +28,7 @@ from real2sim.plateaus import (
 from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
-from real2sim.table import camera_points, heights_above_table, plane_through, ransac_plane
+from real2sim.table import camera_points, faces_image_up, heights_above_table, plane_through, ransac_plane
 from real2sim.types import TablePlane
 from simpact.core.frame import Frame
 
@@ -144,7 +144,8 @@ def find_clusters(
     crease = concave_creases(pts, valid)
     cuts = crease if creases else None
     count, labels_img, stats = _cut_regions(frame.rgb, pts, valid, candidate, z, thr, cuts, colour_cuts)
-    coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m)
+    top_is_up = faces_image_up(table.normal_cam)  # not a camera looking straight down
+    coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m, top_is_up)
     T = table.T_world_cam
     on_table = pts[table.inliers & valid]
     lab = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
@@ -295,11 +296,17 @@ def _cut_regions(
 
 
 def _tall_structures(
-    z: np.ndarray, thr: np.ndarray, candidate: np.ndarray, height: np.ndarray, max_height_m: float
+    z: np.ndarray,
+    thr: np.ndarray,
+    candidate: np.ndarray,
+    height: np.ndarray,
+    max_height_m: float,
+    top_is_up: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Coarse regions (cut at 4 times the depth jump ``thr``, m) and which of them are tall structures: higher
-    than ``max_height_m`` (m) or leaving the image at its top (the robot arm, clutter). A region attached
-    to one belongs to it. Returns ``(coarse labels image, tall per label)``."""
+    than ``max_height_m`` (m) or, ``top_is_up`` (the camera looks at the table from the front), leaving the
+    image at its top (the robot arm, clutter). A region attached to one belongs to it. Returns ``(coarse
+    labels image, tall per label)``."""
     import cv2
 
     loose = np.zeros_like(candidate)
@@ -309,7 +316,8 @@ def _tall_structures(
     coarse_top = np.zeros(n_coarse)
     np.maximum.at(coarse_top, np.asarray(coarse[candidate], dtype=np.intp), height[candidate])
     tall = coarse_top > max_height_m
-    tall[np.unique(coarse[:2][candidate[:2]])] = True
+    if top_is_up:
+        tall[np.unique(coarse[:2][candidate[:2]])] = True
     tall[0] = False
     return coarse, tall
 

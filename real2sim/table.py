@@ -24,8 +24,10 @@ from simpact.core.errors import SimpactError
 from simpact.core.frame import Frame
 
 __all__ = [
+    "IMAGE_UP_DEG",
     "TableError",
     "camera_points",
+    "faces_image_up",
     "fit_table",
     "heights_above_table",
     "plane_through",
@@ -56,6 +58,16 @@ def heights_above_table(table: TablePlane, points_cam: np.ndarray) -> np.ndarray
 
 RANSAC_ITERATIONS = 1000
 """Planes hypothesised per RANSAC round (each from three sampled points)."""
+IMAGE_UP_DEG = 80.0
+"""Without calibration the table's normal is within this angle (degrees) of image up (the camera's -y): a
+camera looking down at the table from the front (:func:`faces_image_up`)."""
+
+
+def faces_image_up(normal_cam: np.ndarray) -> bool:
+    """Whether a plane of unit normal ``normal_cam`` (camera frame) faces image up within
+    :data:`IMAGE_UP_DEG`: the camera looks at it from the front, so the image's top is away from it and up,
+    not beside it (a camera looking straight down)."""
+    return bool(-float(normal_cam[1]) >= np.cos(np.deg2rad(IMAGE_UP_DEG)))
 
 
 def ransac_plane(
@@ -110,7 +122,7 @@ def fit_table(
         cos_min = np.cos(np.deg2rad(max_tilt_deg))
     else:
         up_cam = np.array([0.0, -1.0, 0.0])
-        cos_min = np.cos(np.deg2rad(80.0))
+        cos_min = np.cos(np.deg2rad(IMAGE_UP_DEG))
 
     remaining = cloud
     candidates: list[tuple[np.ndarray, float, int]] = []

@@ -502,3 +502,38 @@ def test_a_thin_ramp_beside_a_taller_region_is_its_halo_but_not_a_level_strip() 
     wide[12:48, 51:75] = True  # 24 px wide
     height[:, 51:75] = np.linspace(0.035, 0.005, 24)
     assert not ramp_beside(wide, [(box, 0.18), (wide, 0.035)], height)
+
+
+def test_objects_seen_from_straight_above_are_found() -> None:
+    """A calibrated camera 55 cm straight above the table: a can shows only its top (its outline drops 10 cm
+    straight down to the table, no side seen) and a box runs off the image's top edge (there not a structure
+    rising out of view, as it is for a camera looking from the front). Both are found; before, neither."""
+    import dataclasses
+
+    from real2sim.regions import find_clusters
+    from real2sim.table import faces_image_up, fit_table
+    from simpact.core.scene import SceneObject
+    from simpact.tasks import load_task
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.render import CameraSpec
+    from solvers.mujoco.world import MujocoWorld
+
+    T = np.eye(4)
+    T[:3, :3] = [[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, -1.0]]  # camera x, y, z as columns
+    T[:3, 3] = [0.65, 0.15, 0.55]
+    K = np.array([[600.0, 0.0, 320.0], [0.0, 600.0, 240.0], [0.0, 0.0, 1.0]])
+    box = SceneObject("box", "box", (0.06, 0.12, 0.05), (0.86, 0.15, 0.025), rgba=(0.8, 0.3, 0.2, 1.0))
+    can = SceneObject("can", "cylinder", (0.03, 0.1), (0.62, 0.2, 0.05), rgba=(0.2, 0.4, 0.8, 1.0))
+    scene = dataclasses.replace(load_task("bowl_stacking").scene(0), objects=(box, can))
+    frame = render_frame(MujocoWorld(scene, camera=CameraSpec(640, 480, K, T)))
+    assert frame.masks is not None
+    table = fit_table(frame)
+    assert not faces_image_up(table.normal_cam)
+    clusters = find_clusters(frame, table)
+    for i, name in frame.mask_names.items():
+        truth = frame.masks == i
+        best = max((int((c.mask & truth).sum()) / int((c.mask | truth).sum()) for c in clusters), default=0.0)
+        assert best > 0.9, (name, best)
+    assert (frame.masks == {n: i for i, n in frame.mask_names.items()}["box"])[
+        :2
+    ].any()  # it runs off the top
