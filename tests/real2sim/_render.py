@@ -23,6 +23,19 @@ def render_task(name: str, seed: int = 0) -> tuple[Frame, Any]:
     return render_frame(world), scene
 
 
+def render_objects(objects: tuple[Any, ...], camera: Any = None) -> Frame:
+    """The frame of ``objects`` (scene objects) alone on a task's table, robot and all, rendered from
+    ``camera`` (a :class:`solvers.mujoco.render.CameraSpec`; default: the default camera)."""
+    import dataclasses
+
+    from simpact.tasks import load_task
+    from solvers.mujoco.playback import render_frame
+    from solvers.mujoco.world import MujocoWorld
+
+    scene = dataclasses.replace(load_task("bowl_stacking").scene(0), objects=objects)
+    return render_frame(MujocoWorld(scene, camera=camera))
+
+
 def ground_truth(obj: Any) -> tuple[np.ndarray, np.ndarray]:
     """World bounding-box centre (m) and (sorted x/y, z) extents (m) of an upright scene object."""
     p, s = np.array(obj.position, float), obj.size

@@ -11,7 +11,7 @@ import pytest
 
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
 
-from ._render import best_region_iou
+from ._render import best_region_iou, render_objects
 
 
 def _scene() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -449,23 +449,17 @@ def test_a_can_standing_in_a_bowl_of_its_colour_is_found_on_the_bowls_floor() ->
     smoothed as UOIS's camera smooths it (a Gaussian of 2 px): the depth cuts leave them one region. It is
     split in two, the can to be fitted standing on the floor it was found on (12 mm from the smoothed depth),
     and not merged back as the bowl's wall (it rises 4.6 cm over the rim). Before: one region over both."""
-    import dataclasses
-
     import cv2
 
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
     from simpact.core.frame import Frame
     from simpact.core.scene import SceneObject
-    from simpact.tasks import load_task
-    from solvers.mujoco.playback import render_frame
-    from solvers.mujoco.world import MujocoWorld
 
     teal = (0.2, 0.6, 0.55, 1.0)
     bowl = SceneObject("bowl", "bowl", (0.09, 0.08, 0.006), (0.55, 0.12, 0.0), rgba=teal, collides=False)
     can = SceneObject("can", "cylinder", (0.03, 0.12), (0.55, 0.12, 0.066), rgba=teal, collides=False)
-    scene = dataclasses.replace(load_task("bowl_stacking").scene(0), objects=(bowl, can))
-    sharp = render_frame(MujocoWorld(scene))
+    sharp = render_objects((bowl, can))
     assert sharp.masks is not None
     smooth = cv2.GaussianBlur(sharp.depth, (0, 0), 2.0)
     frame = Frame(sharp.rgb, smooth, sharp.K, sharp.T_base_cam, sharp.masks, dict(sharp.mask_names))
@@ -508,15 +502,10 @@ def test_objects_seen_from_straight_above_are_found() -> None:
     """A calibrated camera 55 cm straight above the table: a can shows only its top (its outline drops 10 cm
     straight down to the table, no side seen) and a box runs off the image's top edge (there not a structure
     rising out of view, as it is for a camera looking from the front). Both are found; before, neither."""
-    import dataclasses
-
     from real2sim.regions import find_clusters
     from real2sim.table import faces_image_up, fit_table
     from simpact.core.scene import SceneObject
-    from simpact.tasks import load_task
-    from solvers.mujoco.playback import render_frame
     from solvers.mujoco.render import CameraSpec
-    from solvers.mujoco.world import MujocoWorld
 
     T = np.eye(4)
     T[:3, :3] = [[0.0, -1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, -1.0]]  # camera x, y, z as columns
@@ -524,8 +513,7 @@ def test_objects_seen_from_straight_above_are_found() -> None:
     K = np.array([[600.0, 0.0, 320.0], [0.0, 600.0, 240.0], [0.0, 0.0, 1.0]])
     box = SceneObject("box", "box", (0.06, 0.12, 0.05), (0.86, 0.15, 0.025), rgba=(0.8, 0.3, 0.2, 1.0))
     can = SceneObject("can", "cylinder", (0.03, 0.1), (0.62, 0.2, 0.05), rgba=(0.2, 0.4, 0.8, 1.0))
-    scene = dataclasses.replace(load_task("bowl_stacking").scene(0), objects=(box, can))
-    frame = render_frame(MujocoWorld(scene, camera=CameraSpec(640, 480, K, T)))
+    frame = render_objects((box, can), CameraSpec(640, 480, K, T))
     assert frame.masks is not None
     table = fit_table(frame)
     assert not faces_image_up(table.normal_cam)
