@@ -231,15 +231,18 @@ def ramp_beside(mask: np.ndarray, regions: list[tuple[np.ndarray, float]], heigh
         return False
     top = float(np.percentile(height[mask], 98))
     near = cv2.dilate(mask.astype(np.uint8), np.ones((2 * RAMP_GAP_PX + 1,) * 2, np.uint8)) > 0
-    touching = [
-        (int((near & other).sum()), i)
-        for i, (other, other_top) in enumerate(regions)
-        if other is not mask and other_top >= 2 * top
-    ]
-    touching = [(n, i) for n, i in touching if n > 0]
-    if not touching:
+    touch, beside = max(
+        (
+            (int((near & other).sum()), other)
+            for other, top_o in regions
+            if other is not mask and top_o >= 2 * top
+        ),
+        key=lambda t: t[0],
+        default=(0, None),
+    )
+    if touch == 0 or beside is None:
         return False
-    away = distance_transform_edt(~regions[max(touching)[1]][0])[mask]
+    away = distance_transform_edt(~beside)[mask]
     h = height[mask]
     fall = np.median(h[away >= np.percentile(away, 75)])
     return bool(fall <= RAMP_FALL * np.median(h[away <= np.percentile(away, 25)]))

@@ -301,7 +301,7 @@ def _tall_structures(
     candidate: np.ndarray,
     height: np.ndarray,
     max_height_m: float,
-    top_is_up: bool = True,
+    top_is_up: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Coarse regions (cut at 4 times the depth jump ``thr``, m) and which of them are tall structures: higher
     than ``max_height_m`` (m) or, ``top_is_up`` (the camera looks at the table from the front), leaving the

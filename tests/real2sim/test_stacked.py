@@ -121,28 +121,21 @@ def test_a_can_standing_in_a_bowl_stays_in_it() -> None:
     inner.apply_translation([0.0, 0.0, 0.01 + 0.001])  # a 1 cm floor; the cavity open at the top
     bowl_mesh = outer.difference(inner)
     assert bowl_mesh.is_watertight
-    up = np.array([1.0, 0, 0, 0])
-    bowl = ObjectGeometry(
-        "bowl",
-        bowl_mesh,
-        np.array([0.5, 0.0, 0.04]),
-        up,
-        np.array([0.2, 0.2, 0.08]),
-        np.zeros((0, 3)),
-        concave=True,
-    )
-    bowl = dataclasses.replace(bowl, points_world=bowl.world_vertices())  # what the camera saw: its surface
-    can_mesh = trimesh.creation.cylinder(radius=0.035, height=0.1, sections=32)
-    can = ObjectGeometry(
+
+    def seen_whole(label: str, mesh: Any, position: list[float], **kw: Any) -> ObjectGeometry:
+        """The object at ``position``, upright, its whole surface what the camera saw."""
+        g = ObjectGeometry(
+            label, mesh, np.array(position), np.array([1.0, 0, 0, 0]), mesh.extents, np.zeros((0, 3)), **kw
+        )
+        return dataclasses.replace(g, points_world=g.world_vertices())
+
+    bowl = seen_whole("bowl", bowl_mesh, [0.5, 0.0, 0.04], concave=True)
+    can = seen_whole(
         "can",
-        can_mesh,
-        np.array([0.52, 0.01, 0.059]),
-        up,
-        np.array([0.07, 0.07, 0.1]),
-        np.zeros((0, 3)),
+        trimesh.creation.cylinder(radius=0.035, height=0.1, sections=32),
+        [0.52, 0.01, 0.059],
         support_m=0.009,
     )
-    can = dataclasses.replace(can, points_world=can.world_vertices())
     placed, info, warnings = place_objects([bowl, can], ["bowl", "can"])
     assert info["can"]["on"] == "bowl"
     assert np.allclose(placed[1].position[:2], [0.52, 0.01], atol=1e-3), placed[1].position
