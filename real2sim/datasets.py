@@ -32,6 +32,7 @@ __all__ = [
     "SharedDataMissing",
     "discover_real_frames",
     "mask_image_objects",
+    "object_pixels",
     "read_mask_image",
     "reference_masks",
     "with_masks",
@@ -152,10 +153,12 @@ LABEL_POINTS: dict[str, dict[str, tuple[int, int]]] = {
     },
 }
 
-#: One pixel (column, row) on each object of a few frames, placed by hand on the colour image: a region
-#: holding two is two objects merged, a region holding none is a fragment or not an object. Read by the
-#: bench only. The frames whose merges issue 16 names, the other two UOIS frames and ClearGrasp 080 and 123.
-OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
+#: A pixel (column, row) on each object of a few frames, placed by hand on the colour image, or a few
+#: pixels of one object where a mask was seen to take part of it and not the rest (a list of pixels): a
+#: region holding pixels of two objects is two objects merged, a region holding none is a fragment or not an
+#: object. Read by the bench only (:func:`object_pixels`). The frames whose merges issue 16 names, the other
+#: two UOIS frames and ClearGrasp 080 and 123.
+OBJECT_POINTS: dict[str, list[tuple[int, int] | list[tuple[int, int]]]] = {
     # An apple, the mug, the lump, the cyan box, the standing cup, the three lying cups from far to near.
     "rgbd/cleargrasp/000000130-opaque-rgb-img.jpg": [
         (366, 456),
@@ -201,13 +204,14 @@ OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
     },
     # The two touching bottles, the third bottle (the object in the corner is left out: barely seen).
     "rgbd/cleargrasp/000000153-opaque-rgb-img.jpg": [(500, 460), (650, 370), (780, 270)],
-    # wipes tub, purple cup, green mug, orange mug, bottle, toy robot, red box, blue marker, black marker.
+    # wipes tub, purple cup, green mug, orange mug, bottle (and its foot, seen over the green mug's rim),
+    # toy robot, red box, blue marker, black marker.
     "rgbd/uois/image_0008.npy": [
         (255, 300),
         (145, 270),
         (330, 250),
         (375, 235),
-        (360, 120),
+        [(360, 120), (338, 200)],
         (435, 175),
         (505, 170),
         (395, 300),
@@ -232,6 +236,15 @@ OBJECT_POINTS: dict[str, list[tuple[int, int]]] = {
     # mug, yellow brick, purple cup, lying marker, standing marker.
     "rgbd/uois/image_0007.npy": [(215, 150), (95, 265), (355, 90), (395, 150), (470, 180)],
 }
+
+
+def object_pixels(relpath: str) -> list[tuple[tuple[int, int], ...]] | None:
+    """Per object hand-marked on the frame at ``relpath`` (:data:`OBJECT_POINTS`), its pixels (column,
+    row); None for a frame with none."""
+    entries = OBJECT_POINTS.get(relpath)
+    if entries is None:
+        return None
+    return [tuple(e) if isinstance(e, list) else (e,) for e in entries]
 
 
 class SharedDataMissing(SimpactError, FileNotFoundError):

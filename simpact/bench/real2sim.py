@@ -42,11 +42,11 @@ from scipy.optimize import linear_sum_assignment
 from real2sim.datasets import (
     EXPECTED_OBJECTS,
     LABEL_POINTS,
-    OBJECT_POINTS,
     REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
     discover_real_frames,
+    object_pixels,
     read_any_frame,
     read_graspnet_object_points,
     reference_masks,
@@ -272,7 +272,7 @@ def bench_real(
         "present": len(labels) if result.labels.labels else None,
         "regions": None if result.labels.labels else len(result.geometries),
         "expected_objects": expected_objects,
-        **_against_object_points(OBJECT_POINTS.get(relpath), [s.seen for s in result.perception.segments]),
+        **_against_object_points(object_pixels(relpath), [s.seen for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -354,18 +354,21 @@ def _against_reference_masks(
     return {"annotated": len(annotated), "annotated_found": found, "annotated_iou": ious}
 
 
-def _against_object_points(points: list[tuple[int, int]] | None, masks: list[np.ndarray]) -> dict[str, Any]:
-    """Where the frame has a hand-placed pixel (column, row) on each object (:data:`OBJECT_POINTS`): how many
-    objects some mask holds (``points_found`` of ``points``; a mask within 2 px counts, and one enclosing the
-    pixel: a hole without depth in it is not a missed object), how many masks hold two or more objects
-    (``masks_merging``) and how many objects such masks hold (``objects_merged``); nothing without pixels."""
+def _against_object_points(
+    points: Sequence[Sequence[tuple[int, int]]] | None, masks: list[np.ndarray]
+) -> dict[str, Any]:
+    """Where the frame has hand-placed pixels (column, row) on each object (per object, one or a few:
+    :func:`real2sim.datasets.object_pixels`): how many objects some mask holds a pixel of (``points_found``
+    of ``points``; a mask within 2 px counts, and one enclosing the pixel: a hole without depth in it is not
+    a missed object), how many masks hold pixels of two or more objects (``masks_merging``) and how many
+    objects such masks hold (``objects_merged``); nothing without pixels."""
     if points is None:
         return {}
     held = np.zeros((len(masks), len(points)), bool)
     for i, mask in enumerate(masks):
         m = binary_fill_holes(mask)
-        for j, (c, r) in enumerate(points):
-            held[i, j] = bool(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any())
+        for j, pixels in enumerate(points):
+            held[i, j] = any(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any() for c, r in pixels)
     return {
         "points": len(points),
         "points_found": int(held.any(axis=0).sum()),

@@ -228,7 +228,7 @@ def test_a_short_stub_a_held_up_handle_or_a_tall_neighbour_stays_on_the_box() ->
 def _holders(relpath: str) -> list[list[int]]:
     """For each region real2sim's segmenter finds on the frame, which hand-placed object pixels it holds
     (within 2 px, holes filled: the bench's rule)."""
-    from real2sim.datasets import OBJECT_POINTS, SharedDataMissing, read_any_frame, shared_data_dir
+    from real2sim.datasets import SharedDataMissing, object_pixels, read_any_frame, shared_data_dir
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
 
@@ -237,12 +237,12 @@ def _holders(relpath: str) -> list[list[int]]:
     except SharedDataMissing as err:
         pytest.skip(f"shared data absent: {err}")
     frame = read_any_frame(path)
+    objects = object_pixels(relpath) or []
     out = []
     for c in find_clusters(frame, fit_table(frame)):
         m = binary_fill_holes(c.mask)
-        out.append(
-            [j for j, (x, y) in enumerate(OBJECT_POINTS[relpath]) if m[y - 2 : y + 3, x - 2 : x + 3].any()]
-        )
+        near = [any(m[y - 2 : y + 3, x - 2 : x + 3].any() for x, y in pixels) for pixels in objects]
+        out.append([j for j, held in enumerate(near) if held])
     return out
 
 
@@ -295,5 +295,17 @@ def test_touching_mugs_robot_and_box_are_apart() -> None:
     (smoothed depth edges); the colour split left the white marker beside the white robot joined to it, the
     gap split parts them."""
     held = _holders("rgbd/uois/image_0008.npy")
-    assert all(len(h) <= 1 for h in held), held
-    assert sorted(j for h in held for j in h) == list(range(9))
+    assert [h for h in held if len(h) >= 2] in ([], [[2, 4]]), held  # but the bottle's foot: the next test
+    assert sorted({j for h in held for j in h}) == list(range(9))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 16, open: the smoothed depth over the green mug's rim joins the bottle's foot behind it "
+    "to the mug (a sheet at the rim's height, 17 cm deep; the mug is fitted 23 cm long)",
+)
+def test_the_green_mug_s_mask_keeps_off_the_bottle_behind_it() -> None:
+    """UOIS 0008: the bottle's foot, seen over the green mug's rim, is the bottle's (a second hand-placed
+    pixel on the bottle, :data:`real2sim.datasets.OBJECT_POINTS`), not the mug's."""
+    held = _holders("rgbd/uois/image_0008.npy")
+    assert [2] in held and [4] in held, held

@@ -176,9 +176,16 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
     b = np.zeros((20, 30), bool)
     b[13:20, 23:30] = True
     b[17, 27] = False  # a hole without depth: the pixel in it is still held
-    got = _against_object_points([(4, 4), (15, 5), (5, 16), (27, 17)], [a, b])
+    got = _against_object_points([[(4, 4)], [(15, 5)], [(5, 16)], [(27, 17)]], [a, b])
     assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     assert _against_object_points(None, [a]) == {}
+    # an object marked twice: a mask over its second pixel and another object's is a merge too
+    c = np.zeros((20, 30), bool)
+    c[15:20, 0:10] = True
+    parted = _against_object_points([[(4, 4)], [(27, 17)], [(5, 16)]], [a, b, c])
+    assert parted["masks_merging"] == 0
+    joined = _against_object_points([[(4, 4)], [(27, 17), (5, 17)], [(5, 16)]], [a, b, c])
+    assert joined == {"points": 3, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     # the target "no mask spans two objects" is missed by such a mask, as by one over two annotated masks
     from simpact.bench.real2sim_report import summarise
 
