@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from simpact.core.errors import SimpactError
-from simpact.core.frame import Frame, FrameError, read_frame_bundle
+from simpact.core.frame import META_FILE, Frame, FrameError, read_frame_bundle
 
 __all__ = [
     "SHARED_DATA_ENV",
@@ -441,11 +441,17 @@ def read_any_frame(path: str | os.PathLike[str]) -> Frame:
 
 
 def discover_real_frames(root: str | os.PathLike[str]) -> list[str]:
-    """Every frame file under ``root`` (recursively) that :func:`read_any_frame` reads, as paths relative to
-    ``root``'s parent (``rgbd/posecnn/000001-color.png``), sorted: new frames dropped in are found."""
+    """Every frame under ``root`` (recursively) that :func:`read_any_frame` reads, as paths relative to
+    ``root``'s parent (``rgbd/posecnn/000001-color.png``), sorted: new frames dropped in are found. A frame
+    bundle (a folder with ``frame.json``, what ``simpact robot capture`` writes) is one frame: its folder."""
     base = Path(root)
-    found = [p for p in base.rglob("*") if p.is_file() and _frame_format(p) is not None]
-    return sorted(str(p.relative_to(base.parent)) for p in found)
+    bundles = sorted(p.parent for p in base.rglob(META_FILE) if p.is_file())
+    found = [
+        p
+        for p in base.rglob("*")
+        if p.is_file() and _frame_format(p) is not None and not any(b in p.parents for b in bundles)
+    ]
+    return sorted(str(p.relative_to(base.parent)) for p in [*found, *bundles])
 
 
 def reference_masks(path: str | os.PathLike[str], min_pixels: int = 500) -> list[np.ndarray] | None:

@@ -95,6 +95,13 @@ def test_every_real_frame_under_rgbd_is_discovered_and_read(tmp_path: Path) -> N
     (tmp_path / "rgbd" / "new" / "000042-color.png").write_bytes(b"")
     (tmp_path / "rgbd" / "new" / "LICENSE").write_text("x")
     assert discover_real_frames(tmp_path / "rgbd") == ["rgbd/new/000042-color.png"]
+    # So is a frame bundle (what ``simpact robot capture`` writes): its folder, once, not the files in it.
+    frame = read_any_frame(_data("rgbd/posecnn/000001-color.png"))
+    write_frame_bundle(frame, tmp_path / "rgbd" / "mine" / "desk")
+    (tmp_path / "rgbd" / "mine" / "desk" / "extra.npy").write_bytes(b"")  # a GraspNet-like name inside it
+    found = discover_real_frames(tmp_path / "rgbd")
+    assert found == ["rgbd/mine/desk", "rgbd/new/000042-color.png"]
+    assert read_any_frame(tmp_path / found[0]).rgb.shape == frame.rgb.shape
 
 
 def test_cleargrasp_frames_ship_their_objects_masks() -> None:
