@@ -238,13 +238,33 @@ OBJECT_POINTS: dict[str, list[tuple[int, int] | list[tuple[int, int]]]] = {
 }
 
 
-def object_pixels(relpath: str) -> list[tuple[tuple[int, int], ...]] | None:
-    """Per object hand-marked on the frame at ``relpath`` (:data:`OBJECT_POINTS`), its pixels (column,
-    row); None for a frame with none."""
-    entries = OBJECT_POINTS.get(relpath)
+def object_pixels(
+    relpath: str, metadata: dict[str, Any] | None = None
+) -> list[tuple[tuple[int, int], ...]] | None:
+    """Per object hand-marked on the frame at ``relpath``, its pixels (column, row): from
+    :data:`OBJECT_POINTS`, else from the frame's own ``metadata["object_points"]`` (a frame bundle's
+    ``frame.json``: one ``[column, row]``, or a list of them, per object); None for a frame with none.
+    Raises :class:`FrameError` for a malformed ``object_points``."""
+    entries: Any = OBJECT_POINTS.get(relpath)
     if entries is None:
-        return None
+        entries = (metadata or {}).get("object_points")
+        if entries is None:
+            return None
+        if not isinstance(entries, list):
+            raise FrameError(f"{relpath}: object_points must be a list, one entry per object")
+        return [_marked_object(e, relpath) for e in entries]
     return [tuple(e) if isinstance(e, list) else (e,) for e in entries]
+
+
+def _marked_object(entry: Any, where: str) -> tuple[tuple[int, int], ...]:
+    """One object's pixels from ``[column, row]`` or ``[[column, row], ...]``."""
+    pixels = entry if isinstance(entry, list) and entry and isinstance(entry[0], list) else [entry]
+    out = []
+    for px in pixels:
+        if not (isinstance(px, list) and len(px) == 2 and all(type(v) is int for v in px)):
+            raise FrameError(f"{where}: object_points entry {entry!r} is not [column, row] or a list of them")
+        out.append((px[0], px[1]))
+    return tuple(out)
 
 
 class SharedDataMissing(SimpactError, FileNotFoundError):

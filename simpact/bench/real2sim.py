@@ -64,6 +64,7 @@ from simpact.bench.scoring import (
     pose_errors,
 )
 from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise, edge_runs
+from simpact.core.frame import Frame, FrameError
 from simpact.core.jsonio import write_json
 from simpact.tasks import list_tasks, load_task
 from solvers.mujoco.render import CameraSpec
@@ -196,11 +197,14 @@ def bench_real(
     of :data:`real2sim.datasets.EXPECTED_OBJECTS` (given here, never to real2sim)."""
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
+    marked = object_pixels(relpath, frame.metadata)  # a malformed annotation stops before the work
+    if expected_objects is None:
+        expected_objects = _expected(frame, relpath)
     t0 = time.perf_counter()
     result = run_real2sim(frame, labels=list(known) if known else None, out=out, config=config)
     wall = time.perf_counter() - t0
     pc_extent, pc_owner = None, None
-    if frame.metadata.get("format") == "6dof_graspnet":
+    if frame.metadata.get("format") == "6dof_graspnet" and path.is_file():  # not a bundle made from one
         T = result.perception.table.T_world_cam
         pc = read_graspnet_object_points(path) @ T[:3, :3].T + T[:3, 3]
         pc_extent = points_extent(pc)
@@ -272,7 +276,7 @@ def bench_real(
         "present": len(labels) if result.labels.labels else None,
         "regions": None if result.labels.labels else len(result.geometries),
         "expected_objects": expected_objects,
-        **_against_object_points(object_pixels(relpath), [s.seen for s in result.perception.segments]),
+        **_against_object_points(marked, [s.seen for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -282,6 +286,14 @@ def bench_real(
         "warnings": result.warnings,
         "out": str(out),
     }
+
+
+def _expected(frame: Frame, where: str) -> int | None:
+    """The hand count of objects a frame bundle's ``frame.json`` gives (``expected_objects``), if any."""
+    count = frame.metadata.get("expected_objects")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise FrameError(f"{where}: expected_objects must be a whole number of objects, got {count!r}")
+    return count
 
 
 POINT_TOLERANCE_PX = 3

@@ -149,6 +149,34 @@ def test_points_extent_is_the_oriented_footprint_and_the_height() -> None:
     assert np.sort(points_extent(pts)) == pytest.approx([0.06, 0.16, 0.2], abs=0.003)
 
 
+def test_a_frame_bundle_of_one_s_own_is_scored_against_the_objects_its_frame_json_marks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from real2sim import datasets
+    from real2sim.pipeline import Real2SimConfig
+    from simpact.core.frame import write_frame_bundle
+
+    try:
+        mustard = datasets.read_any_frame(datasets.shared_data_dir("rgbd/6dof_graspnet/mustard.npy"))
+    except datasets.SharedDataMissing:
+        pytest.skip("shared data absent (set SIMPACT_SHARED_DATA)")
+    # The bottle's body and its cap marked as two objects (placed by eye on the photo): one mask holds both.
+    mustard.metadata.update(object_points=[[420, 300], [[430, 130]]], expected_objects=1)
+    write_frame_bundle(mustard, tmp_path / "data" / "rgbd" / "mine" / "mustard")
+    bad = datasets.read_any_frame(tmp_path / "data" / "rgbd" / "mine" / "mustard")
+    bad.metadata.update(object_points=[[420, "300"]])
+    write_frame_bundle(bad, tmp_path / "data" / "rgbd" / "mine" / "typo")
+    monkeypatch.setenv(datasets.SHARED_DATA_ENV, str(tmp_path / "data"))
+    config = Real2SimConfig(render=False, settle_s=0.2)
+    result = run_real2sim_bench(tmp_path / "out", tasks=[], config=config)  # the frames found in the folder
+    record, typo = result["real"]
+    assert record["frame"] == "rgbd/mine/mustard" and record["expected_objects"] == 1
+    assert record["points"] == 2 and record["points_found"] == 2
+    assert record["masks_merging"] == 1 and record["objects_merged"] == 2
+    assert typo["frame"] == "rgbd/mine/typo" and "object_points entry [420, '300']" in typo["error"]
+    assert not (tmp_path / "out" / "real" / "mine_typo").exists()  # stopped before any work
+
+
 def test_regions_are_reported_against_the_hand_count() -> None:
     from simpact.bench.real2sim_report import summarise
 
