@@ -21,8 +21,8 @@ test:
 
 lint:
 	@scripts/setup.sh dev
-	$(BIN)/ruff check simpact solvers real2sim robot tests
-	$(BIN)/ruff format --check simpact solvers real2sim robot tests
+	$(BIN)/ruff check simpact solvers real2sim robot tests scripts
+	$(BIN)/ruff format --check simpact solvers real2sim robot tests scripts
 	$(BIN)/mypy
 
 bench:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ["simpact", "solvers", "real2sim", "robot", "tests"]
+PACKAGES = ["simpact", "solvers", "real2sim", "robot", "tests", "scripts"]
 
 
 def _tool(name: str) -> str:

@@ -184,6 +184,7 @@ def markdown_report(
     if gone:
         lines += ["", "In the baseline only: " + ", ".join(f"{f} {n}" for f, n in gone)]
     lines += _marked_objects(result, baseline)
+    lines += _marked_pixels(result, baseline)
     lines += _development_split(result)
     lines += ["", "## Overlays (the scene rendered from the photo's camera over the photo)", ""]
     for r in result.get("real", []):
@@ -233,6 +234,42 @@ def _marked_objects(result: Mapping[str, Any], baseline: Mapping[str, Any] | Non
     for frame, row in now.items():
         old = was.get(frame, {})
         cells = [_pair(old.get(k), row.get(k), "", baseline is not None) for k in ("found", *MARKED_KEYS)]
+        lines.append(f"| {frame} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _pixel_counts(result: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:
+    """Per real frame with pixels placed by hand on its objects: how many a mask holds, the masks over two
+    or more and the objects in them; per unlabelled frame with a hand count, the regions against it."""
+    out: dict[str, dict[str, str]] = {}
+    for r in (result or {}).get("real", []):
+        row = {}
+        if r.get("points"):
+            row["held"] = f"{r['points_found']} of {r['points']}"
+            row["merging"], row["merged"] = str(r["masks_merging"]), str(r["objects_merged"])
+        if r.get("expected_objects") is not None and r.get("regions") is not None:
+            row["regions"] = f"{r['regions']} of {r['expected_objects']}"
+        if row:
+            out[r["frame"]] = row
+    return out
+
+
+def _marked_pixels(result: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> list[str]:
+    """The masks against the pixels placed by hand on each object (``OBJECT_POINTS``, or a bundle's
+    ``object_points``) and the regions against the hand counts: the issue-16 target of no mask over two."""
+    now, was = _pixel_counts(result), _pixel_counts(baseline)
+    if not now:
+        return []
+    lines = ["", "## Masks against the pixels marked by hand on each object", ""]
+    lines += [
+        "| frame | marked objects a mask holds | masks over two or more | objects in them | regions of the"
+        " objects counted |",
+        "|---|---|---|---|---|",
+    ]
+    for frame, row in now.items():
+        old = was.get(frame, {})
+        keys = ("held", "merging", "merged", "regions")
+        cells = [_pair(old.get(k), row.get(k), "", baseline is not None) for k in keys]
         lines.append(f"| {frame} | " + " | ".join(cells) + " |")
     return lines
 

@@ -399,6 +399,25 @@ def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_pa
     assert "hand-marked" not in markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)  # none marked
 
 
+def test_the_report_lists_the_masks_over_two_hand_marked_objects_per_frame(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    def counted(merging: int) -> dict[str, object]:
+        frame = _bench_result(tmp_path, 2.2, "good")
+        frame["real"][0].update(  # type: ignore[index]
+            points=9, points_found=9, masks_merging=merging, objects_merged=2 * merging
+        )
+        return frame
+
+    report = markdown_report(counted(1), tmp_path, counted(0))
+    row = "| rgbd/posecnn/000002-color.png | 9 of 9 | 0 -> **1** | 0 -> **2** | - |"
+    assert "## Masks against the pixels marked by hand on each object" in report and row in report
+    unlabelled = _bench_result(tmp_path, 2.2, "good")
+    unlabelled["real"][0].update(regions=3, expected_objects=1)  # type: ignore[index]
+    assert "| rgbd/posecnn/000002-color.png | - | - | - | 3 of 1 |" in markdown_report(unlabelled, tmp_path)
+    assert "marked by hand" not in markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
+
+
 def test_the_report_says_how_much_of_the_spill_fell_where_no_depth_was_measured(tmp_path: Path) -> None:
     from simpact.bench.real2sim_markdown import markdown_report
 
