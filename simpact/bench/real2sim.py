@@ -297,7 +297,19 @@ def _expected(frame: Frame, where: str) -> int | None:
 
 
 POINT_TOLERANCE_PX = 3
-"""A mask holds a hand-marked pixel when it covers a pixel this near it (px): a thin blade's mark."""
+"""A label's mask holds its hand-marked pixel when it covers a pixel this near (px): a thin blade's mark."""
+OBJECT_TOLERANCE_PX = 2
+"""A mask holds an object's hand-marked pixel (``OBJECT_POINTS``) when it, holes filled, covers a pixel this
+near it (px): tighter, as a mask right beside a mark on a neighbour would count as a merge."""
+
+
+def _holds(mask: np.ndarray, column: int, row: int, tolerance: int) -> bool:
+    """Whether ``mask`` covers a pixel within ``tolerance`` (px, a square) of (``column``, ``row``)."""
+    return bool(
+        mask[
+            max(row - tolerance, 0) : row + tolerance + 1, max(column - tolerance, 0) : column + tolerance + 1
+        ].any()
+    )
 
 
 def _on_their_objects(points: dict[str, tuple[int, int]], segments: Sequence[Any]) -> dict[str, bool]:
@@ -307,12 +319,7 @@ def _on_their_objects(points: dict[str, tuple[int, int]], segments: Sequence[Any
     masks = {s.label: s.seen for s in segments}
 
     def held(mask: np.ndarray) -> set[str]:
-        r = POINT_TOLERANCE_PX
-        return {
-            o
-            for o, (x, y) in points.items()
-            if mask[max(y - r, 0) : y + r + 1, max(x - r, 0) : x + r + 1].any()
-        }
+        return {o for o, (x, y) in points.items() if _holds(mask, x, y, POINT_TOLERANCE_PX)}
 
     return {label: label in masks and held(masks[label]) == {label} for label in points}
 
@@ -371,16 +378,16 @@ def _against_object_points(
 ) -> dict[str, Any]:
     """Where the frame has hand-placed pixels (column, row) on each object (per object, one or a few:
     :func:`real2sim.datasets.object_pixels`): how many objects some mask holds a pixel of (``points_found``
-    of ``points``; a mask within 2 px counts, and one enclosing the pixel: a hole without depth in it is not
-    a missed object), how many masks hold pixels of two or more objects (``masks_merging``) and how many
-    objects such masks hold (``objects_merged``); nothing without pixels."""
+    of ``points``; a mask within :data:`OBJECT_TOLERANCE_PX` counts, and one enclosing the pixel: a hole
+    without depth in it is not a missed object), how many masks hold pixels of two or more objects
+    (``masks_merging``) and how many objects such masks hold (``objects_merged``); nothing without pixels."""
     if points is None:
         return {}
     held = np.zeros((len(masks), len(points)), bool)
     for i, mask in enumerate(masks):
         m = binary_fill_holes(mask)
         for j, pixels in enumerate(points):
-            held[i, j] = any(m[max(r - 2, 0) : r + 3, max(c - 2, 0) : c + 3].any() for c, r in pixels)
+            held[i, j] = any(_holds(m, c, r, OBJECT_TOLERANCE_PX) for c, r in pixels)
     return {
         "points": len(points),
         "points_found": int(held.any(axis=0).sum()),
