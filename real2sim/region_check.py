@@ -87,7 +87,8 @@ class RegionCheck:
 
     def __call__(self, mask: np.ndarray, peeled: bool) -> tuple[np.ndarray, float, float] | None:
         """(mask, top (m), support fraction) of a region that may stand on the table, else None; the
-        tall-structure test is skipped for a part ``peeled`` off one (:func:`peel_vertical_planes`)."""
+        tall-structure test is skipped for a part ``peeled`` off a wall
+        (:func:`real2sim.walls.peel_vertical_planes`)."""
         import cv2
 
         h = self.height[mask]

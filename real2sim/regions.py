@@ -28,16 +28,15 @@ from real2sim.plateaus import (
 from real2sim.region_check import ROUGHNESS_PX, RegionCheck, table_roughness
 from real2sim.silhouette import snap_to_colour
 from real2sim.split import make_context, split_regions
-from real2sim.table import camera_points, faces_image_up, heights_above_table, plane_through, ransac_plane
+from real2sim.table import camera_points, faces_image_up, heights_above_table
 from real2sim.types import TablePlane
+from real2sim.walls import PEEL_MIN_PIXELS, in_wall, peel_vertical_planes
 from simpact.core.frame import Frame
 
 __all__ = [
-    "PEEL_MIN_PIXELS",
     "ROUGHNESS_PX",
     "Cluster",
     "find_clusters",
-    "peel_vertical_planes",
     "table_roughness",
 ]
 
@@ -110,9 +109,9 @@ def find_clusters(
     table's colour must rise from it steeply, or it is a bump of the table (these tests:
     :class:`real2sim.region_check.RegionCheck`).
     A large region dropped (a wall with the objects standing against it) is searched for vertical planes:
-    what is left without them is checked again (:func:`peel_vertical_planes`), and a region lying in such a
-    plane (:data:`WALL_SHARE` of its points within the plane's band) is a piece of that wall cut off by the
-    objects in front of it, not an object.
+    what is left without them is checked again (:func:`real2sim.walls.peel_vertical_planes`), and a region
+    lying in such a plane (:data:`real2sim.walls.WALL_SHARE` of its points within the plane's band) is a piece
+    of that wall cut off by the objects in front of it, not an object.
     Regions seen within another's top-view outline are merged, a region whose top view is two plateaus is
     split, so is, after the colour split, a vessel and the object standing in it (a can in a bowl,
     :func:`real2sim.plateaus.split_in_vessel`: that object is fitted standing on the vessel's floor), and a
@@ -134,27 +133,15 @@ def find_clusters(
     pixels of its colour seen at the table's height within its rim (:func:`real2sim.holes.round_floors`: a
     bowl's floor, whose points would make its foot as wide as its floor if fitted).
     """
-    import cv2
-
-    pts, valid = camera_points(frame, 1)
-    height = np.where(valid, heights_above_table(table, pts), 0.0)
-    candidate = valid & (height > min_height_m)
-    z = frame.depth.astype(np.float64)
-    thr = jump_m * np.maximum(z, 0.3)
-    crease = concave_creases(pts, valid)
-    cuts = crease if creases else None
-    count, labels_img, stats = _cut_regions(frame.rgb, pts, valid, candidate, z, thr, cuts, colour_cuts)
+    px = _frame_pixels(frame, table, min_height_m, jump_m)
     top_is_up = faces_image_up(table.normal_cam)  # not a camera looking straight down
-    coarse, tall = _tall_structures(z, thr, candidate, height, max_height_m, top_is_up)
-    T = table.T_world_cam
-    on_table = pts[table.inliers & valid]
-    lab = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
+    coarse, tall = _tall_structures(px.z, px.thr, px.candidate, px.height, max_height_m, top_is_up)
     check = RegionCheck(
-        pts=pts,
-        height=height,
+        pts=px.pts,
+        height=px.height,
         table=table,
-        near_table=valid & ~candidate,
-        table_world=on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3],
+        near_table=px.valid & ~px.candidate,
+        table_world=_table_sample(px.pts, px.valid, table),
         coarse=coarse,
         tall=tall,
         min_height_m=min_height_m,
@@ -164,11 +151,93 @@ def find_clusters(
         robot_base_radius_m=robot_base_radius_m,
         min_on_table=min_on_table,
         min_clearance=min_clearance,
-        lab=lab,
-        focal_px=float(frame.K[0, 0]),
-        table_lab=np.median(lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
+        lab=px.lab,
+        focal_px=px.focal_px,
+        table_lab=np.median(px.lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
     )
-    regions: list[tuple[np.ndarray, float, float]] = []  # mask, top, support fraction
+    regions = _standing_regions(px, check, creases, colour_cuts, min_pixels)
+    kept, insides = _resting(regions, px.z, min_support, px.focal_px)
+    kept, stacked = _one_region_per_object(px, kept, insides, min_pixels, colour_split, jump_m, touch_m)
+    kept = [(m, top) for m, top in kept if not check.is_halo(m, kept)]  # the split leaves halos apart
+    if fill_holes and kept:
+        kept = _holes_filled(px, kept)
+    clusters = _clusters(px, kept, stacked)
+    if snap and clusters:
+        snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, px.z, px.candidate, jump_m=jump_m)
+        for c, s in zip(clusters, snapped):
+            c.silhouette = s
+    if fill_holes and clusters:
+        _take_round_floors(px, clusters, check.table_lab, min_height_m, min_pixels)
+    clusters.sort(key=lambda c: -c.size_m3)
+    return clusters
+
+
+@dataclasses.dataclass(frozen=True)
+class _FramePixels:
+    """What :func:`find_clusters`' stages read of one frame, per pixel (H, W): its camera-frame points (m),
+    which have depth, their height above the table (m), the candidates (high enough), the depth ``z`` (m), the
+    depth jump that cuts regions apart there (m), the concave creases and the colour in Lab (OpenCV's 8-bit
+    scale)."""
+
+    frame: Frame
+    table: TablePlane
+    pts: np.ndarray
+    valid: np.ndarray
+    height: np.ndarray
+    candidate: np.ndarray
+    z: np.ndarray
+    thr: np.ndarray
+    crease: np.ndarray
+    lab: np.ndarray
+
+    @property
+    def focal_px(self) -> float:
+        """The camera's focal length (px)."""
+        return float(self.frame.K[0, 0])
+
+    @property
+    def T(self) -> np.ndarray:
+        """The camera's pose in the table's world frame (4, 4)."""
+        return self.table.T_world_cam
+
+
+def _frame_pixels(frame: Frame, table: TablePlane, min_height_m: float, jump_m: float) -> _FramePixels:
+    """The :class:`_FramePixels` of ``frame``: candidates ``min_height_m`` (m) above ``table``, regions cut
+    where neighbouring points are ``jump_m`` (m, at 1 m range, growing with depth) apart."""
+    import cv2
+
+    pts, valid = camera_points(frame, 1)
+    height = np.where(valid, heights_above_table(table, pts), 0.0)
+    candidate = valid & (height > min_height_m)
+    z = frame.depth.astype(np.float64)
+    thr = jump_m * np.maximum(z, 0.3)
+    lab = cv2.cvtColor(np.ascontiguousarray(frame.rgb), cv2.COLOR_RGB2LAB).astype(np.float64)
+    crease = concave_creases(pts, valid)
+    return _FramePixels(frame, table, pts, valid, height, candidate, z, thr, crease, lab)
+
+
+def _table_sample(pts: np.ndarray, valid: np.ndarray, table: TablePlane) -> np.ndarray:
+    """About 4000 of the table's inlier points in its world frame (N, 3; m)."""
+    T = table.T_world_cam
+    on_table = pts[table.inliers & valid]
+    return on_table[:: max(1, len(on_table) // 4000)] @ T[:3, :3].T + T[:3, 3]
+
+
+def _standing_regions(
+    px: _FramePixels, check: RegionCheck, creases: bool, colour_cuts: bool, min_pixels: int
+) -> list[tuple[np.ndarray, float, float]]:
+    """``(mask, top (m), support fraction)`` of the regions of at least ``min_pixels`` that pass ``check``,
+    the candidates cut at depth jumps, and with ``creases`` and ``colour_cuts`` at those too
+    (:func:`_cut_regions`); a large region that fails is searched for a wall and the parts left are checked
+    (:func:`real2sim.walls.peel_vertical_planes`); a region lying in such a wall is a piece of it, not an
+    object."""
+    import cv2
+
+    cuts = px.crease if creases else None
+    count, labels_img, stats = _cut_regions(
+        px.frame.rgb, px.pts, px.valid, px.candidate, px.z, px.thr, cuts, colour_cuts
+    )
+    regions: list[tuple[np.ndarray, float, float]] = []
     walls: list[tuple[np.ndarray, float]] = []
     rng = np.random.default_rng(0)
     for k in range(1, count):
@@ -179,61 +248,82 @@ def find_clusters(
         if found is not None:
             regions.append(found)
         elif stats[k, cv2.CC_STAT_AREA] >= PEEL_MIN_PIXELS:  # objects standing against a wall
-            for part in peel_vertical_planes(mask, pts, T, min_pixels, rng, walls=walls):
+            for part in peel_vertical_planes(mask, px.pts, px.T, min_pixels, rng, walls=walls):
                 found = check(part, peeled=True)
                 if found is not None:
                     regions.append(found)
-    regions = [r for r in regions if not _in_wall(r[0], pts, valid, T, walls)]
-    kept, insides = _resting(regions, z, min_support, float(frame.K[0, 0]))
-    kept = join_insides(insides, kept, pts, valid, table, lab)
-    kept = merge_nested(kept, pts, table)
+    return [r for r in regions if not in_wall(r[0], px.pts, px.valid, px.T, walls)]
+
+
+def _one_region_per_object(
+    px: _FramePixels,
+    kept: list[tuple[np.ndarray, float]],
+    insides: list[tuple[np.ndarray, float]],
+    min_pixels: int,
+    colour_split: bool,
+    jump_m: float,
+    touch_m: float,
+) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]]]:
+    """The resting regions ``kept`` ((mask, top (m)) each) joined where one object shows as several and split
+    where one region holds several (see :func:`find_clusters`), and the objects found lying on another or
+    standing in a vessel with the height (m above the table) they rest at."""
+    pts, valid, height, T, lab = px.pts, px.valid, px.height, px.T, px.lab
+    kept = join_insides(insides, kept, pts, valid, px.table, lab)
+    kept = merge_nested(kept, pts, px.table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
     stacked: list[tuple[np.ndarray, float]] = []
     if colour_split:
+        up = px.table.normal_cam
         ctx = make_context(
-            frame.rgb,
-            pts,
-            valid,
-            height,
-            crease,
-            frame.K[0, 0],
-            table.normal_cam,
-            jump_m=jump_m,
-            touch_m=touch_m,
+            px.frame.rgb, pts, valid, height, px.crease, px.focal_px, up, jump_m=jump_m, touch_m=touch_m
         )
         kept = split_regions(kept, ctx)
         stacked = ctx.stacked
     kept = _split_vessels(kept, pts, height, T, min_pixels, stacked)  # after the split: a vessel alone
-    kept = merge_appendages(kept, pts, valid, frame.rgb)  # after the split: a handle matches its mug alone
-    kept = merge_into_round(kept, pts, valid, table, lab)  # last: the gap split parts a vessel's wall too
-    kept = join_across_occluders(kept, pts, valid, z, table, lab)  # a brush the fingers cut in two
-    kept = [(m, top) for m, top in kept if not check.is_halo(m, kept)]  # the split leaves halos apart
-    if fill_holes and kept:
-        objects = np.zeros_like(candidate)
-        for m, _ in kept:
-            objects |= m
-        grown = fill_depth_holes([m for m, _ in kept], frame.rgb, z, valid & ~objects, float(frame.K[0, 0]))
-        grown = fill_enclosed(grown, valid & ~candidate)  # not the table seen through a handle
-        kept = [(g, top) for g, (_, top) in zip(grown, kept)]
+    kept = merge_appendages(kept, pts, valid, px.frame.rgb)  # after the split: a handle matches its mug alone
+    kept = merge_into_round(kept, pts, valid, px.table, lab)  # last: the gap split parts a vessel's wall too
+    kept = join_across_occluders(kept, pts, valid, px.z, px.table, lab)  # a brush the fingers cut in two
+    return kept, stacked
+
+
+def _holes_filled(px: _FramePixels, kept: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:
+    """``kept`` ((mask, top (m)) each) with each mask grown over the pixels without depth along it that have
+    its colour and the holes it encloses that are not table (:mod:`real2sim.holes`)."""
+    objects = np.zeros_like(px.candidate)
+    for m, _ in kept:
+        objects |= m
+    free = px.valid & ~objects
+    grown = fill_depth_holes([m for m, _ in kept], px.frame.rgb, px.z, free, px.focal_px)
+    grown = fill_enclosed(grown, px.valid & ~px.candidate)  # not the table seen through a handle
+    return [(g, top) for g, (_, top) in zip(grown, kept)]
+
+
+def _clusters(
+    px: _FramePixels, kept: list[tuple[np.ndarray, float]], stacked: list[tuple[np.ndarray, float]]
+) -> list[Cluster]:
+    """The :class:`Cluster` of each region in ``kept`` ((mask, top (m)) each), resting at the height of the
+    ``stacked`` object it holds half of, if any (:mod:`real2sim.stacked`, or standing in a vessel)."""
     rng = np.random.default_rng(0)
-    clusters = [_cluster(mask, top, pts, valid, T, frame.rgb, rng) for mask, top in kept]
-    for c in clusters:  # an object lying on another (real2sim.stacked) or standing in a vessel
+    clusters = [_cluster(mask, top, px.pts, px.valid, px.T, px.frame.rgb, rng) for mask, top in kept]
+    for c in clusters:
         c.support_m = max((h for m, h in stacked if (c.mask & m).sum() >= 0.5 * m.sum()), default=0.0)
-    if snap and clusters:
-        snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, z, candidate, jump_m=jump_m)
-        for c, s in zip(clusters, snapped):
-            c.silhouette = s
-    if fill_holes and clusters:  # a vessel's floor is seen, not fitted: its depth is the table's
-        xy = np.where(valid[..., None], pts @ T[:2, :3].T + T[:2, 3], np.nan)
-        low = valid & (np.abs(height) <= min_height_m)
-        seen = [(c.seen, c.height_m) for c in clusters]
-        floors = round_floors(seen, xy, low, lab, check.table_lab, frame.K, T, min_pixels)
-        for c, floor in zip(clusters, floors):
-            if floor.any():
-                c.silhouette = c.seen | floor
-    clusters.sort(key=lambda c: -c.size_m3)
     return clusters
+
+
+def _take_round_floors(
+    px: _FramePixels, clusters: list[Cluster], table_lab: np.ndarray, min_height_m: float, min_pixels: int
+) -> None:
+    """Adds to each round cluster's silhouette the pixels of its colour seen at the table's height within its
+    rim: a vessel's floor is seen, not fitted, its depth the table's (:func:`real2sim.holes.round_floors`)."""
+    T = px.T
+    xy = np.where(px.valid[..., None], px.pts @ T[:2, :3].T + T[:2, 3], np.nan)
+    low = px.valid & (np.abs(px.height) <= min_height_m)
+    seen = [(c.seen, c.height_m) for c in clusters]
+    floors = round_floors(seen, xy, low, px.lab, table_lab, px.frame.K, T, min_pixels)
+    for c, floor in zip(clusters, floors):
+        if floor.any():
+            c.silhouette = c.seen | floor
 
 
 def _split_vessels(
@@ -387,79 +477,3 @@ def _cluster(
         colour_rgb=(int(colour[0]), int(colour[1]), int(colour[2])),
         outline=outline_kind(p_world),
     )
-
-
-WALL_BAND_M = 0.015
-"""Half-width (m) of a wall's plane: the pixels within it are the wall's (:func:`peel_vertical_planes`)."""
-WALL_SHARE = 0.8
-"""Share of a region's points in a wall's plane that makes it a piece of that wall."""
-
-
-def _in_wall(
-    mask: np.ndarray,
-    pts: np.ndarray,
-    valid: np.ndarray,
-    T_world_cam: np.ndarray,
-    walls: list[tuple[np.ndarray, float]],
-    band_m: float = WALL_BAND_M,
-) -> bool:
-    """Whether :data:`WALL_SHARE` of the region's measured points lie within ``band_m`` (m) of one of the
-    ``walls`` (world-frame planes that :func:`peel_vertical_planes` took)."""
-    if not walls:
-        return False
-    world = pts[mask & valid] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
-    if not len(world):
-        return False
-    return any(float(np.mean(np.abs(world @ n + d) <= band_m)) >= WALL_SHARE for n, d in walls)
-
-
-PEEL_MIN_PIXELS = 4000
-"""A dropped region this large (px) is searched for a wall to take away (:func:`peel_vertical_planes`)."""
-
-
-def peel_vertical_planes(
-    mask: np.ndarray,
-    pts: np.ndarray,
-    T_world_cam: np.ndarray,
-    min_pixels: int,
-    rng: np.random.Generator,
-    *,
-    band_m: float = WALL_BAND_M,
-    min_share: float = 0.25,
-    max_tilt: float = 0.3,
-    min_span_m: float = 0.3,
-    max_planes: int = 2,
-    walls: list[tuple[np.ndarray, float]] | None = None,
-) -> list[np.ndarray]:
-    """The parts (masks of at least ``min_pixels``) of a region left when the large vertical planes among its
-    points are taken away: a wall or a cabinet's side rising from the table, which the objects standing
-    against it join in depth. A plane is taken (its pixels within ``band_m`` (m)) when its normal is within
-    ``max_tilt`` (sine) of horizontal, it holds ``min_share`` of the region's points and spans ``min_span_m``
-    (m) horizontally (an object's flat face does not); none taken: no parts. Each plane taken is appended to
-    ``walls`` as ``(unit normal, offset)`` (world frame, m: ``normal @ x + offset = 0`` on it)."""
-    import cv2
-
-    rows, cols = np.nonzero(mask)
-    world = pts[rows, cols] @ T_world_cam[:3, :3].T + T_world_cam[:3, 3]
-    sample = world[rng.choice(len(world), min(len(world), 4000), replace=False)]
-    keep = np.ones(len(world), bool)
-    total = len(sample)
-    for _ in range(max_planes):
-        if len(sample) < 100:
-            break
-        n, d, idx = ransac_plane(sample, band_m / 2, 300, rng)
-        along = np.cross(n, [0.0, 0.0, 1.0])  # horizontal, in the plane
-        span = np.ptp(sample[idx] @ along) if len(idx) else 0.0
-        if abs(float(n[2])) > max_tilt or len(idx) < min_share * total or span < min_span_m:
-            break
-        if walls is not None:  # the plane refitted to its inliers (three points set it only roughly)
-            walls.append(plane_through(sample[idx], n))
-        keep &= np.abs(world @ n + d) > band_m
-        sample = sample[np.abs(sample @ n + d) > band_m]
-    if keep.all():
-        return []
-    left = np.zeros(mask.shape, np.uint8)
-    left[rows[keep], cols[keep]] = 1
-    opened = cv2.morphologyEx(left, cv2.MORPH_OPEN, np.ones((3, 3), np.uint8))
-    count, parts, stats, _ = cv2.connectedComponentsWithStats(opened, connectivity=4)
-    return [parts == k for k in range(1, count) if stats[k, cv2.CC_STAT_AREA] >= min_pixels]
