@@ -197,46 +197,52 @@ def perceive(
     objects: list[ObjectGeometry] = []
     fitting = _Fitting(frame, table, shape, pose, erode_px, refine, timings)
     for seg in segments:
-        unseen, seen = unseen_by_depth(frame, table, seg.mask)
-        if unseen:  # glass, clear plastic: the depth shows the table through it, or nothing
-            t0 = time.perf_counter()
-            glass = _from_silhouette(frame, table, seg, segments, seen, warnings)
-            timings["silhouette"] = timings.get("silhouette", 0.0) + time.perf_counter() - t0
-            if glass is not None:
-                kept_segments.append(seg)
-                objects.append(glass)
-            continue
-        support = seg.support_m or None  # an object lying on another one's top: fitted on that surface
-        on = table if support is None else _raised(table, support)
-        pts = object_points(frame, on, seg.mask, max_points=max_points, erode_px=erode_px)
-        if len(pts) >= 20 and _size(pts) < MIN_REFINE_SIZE_M:  # not refined: its size is its points'
-            pts = object_points(frame, on, seg.mask, max_points=max_points, erode_px=erode_px, denoise=True)
-        if len(pts) < 20:
-            warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
-            continue
-        try:
-            g = _best_reconstruction(dataclasses.replace(fitting, table=on), seg, pts)
-        except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
-            raise
-        except ShapeError as err:
-            warnings.append(f"{seg.label!r}: {err}; left out")
-            continue
-        if _roundable(g) and refine:
-            t0 = time.perf_counter()
-            g = round_box(g, frame, on.T_world_cam, seg.mask, seg.seen)
-            g = add_neck(g, frame, on.T_world_cam, seg.mask, seg.seen)
-            timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
-        elif _extrudable(g) and refine:
-            t0 = time.perf_counter()
-            field = add_heightfield(g, carve_to=(seg.seen, frame.K, on.T_world_cam))
-            g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen, [] if field is None else [field])
-            timings["prism"] = timings.get("prism", 0.0) + time.perf_counter() - t0
-        if support is not None:
-            g = _lifted(g, support)
-        kept_segments.append(seg)
-        objects.append(g)
+        g = _object_of(fitting, seg, segments, max_points, warnings)
+        if g is not None:
+            kept_segments.append(seg)
+            objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _object_of(
+    fit: _Fitting, seg: Segment, segments: Sequence[Segment], max_points: int, warnings: list[str]
+) -> ObjectGeometry | None:
+    """The object of ``seg`` (one of ``segments``) from at most ``max_points`` of its points, or from its
+    silhouette where the depth camera did not see it; None, with a warning, when it cannot be built."""
+    frame, table, timings = fit.frame, fit.table, fit.timings
+    unseen, seen = unseen_by_depth(frame, table, seg.mask)
+    if unseen:  # glass, clear plastic: the depth shows the table through it, or nothing
+        t0 = time.perf_counter()
+        glass = _from_silhouette(frame, table, seg, segments, seen, warnings)
+        timings["silhouette"] = timings.get("silhouette", 0.0) + time.perf_counter() - t0
+        return glass
+    support = seg.support_m or None  # an object lying on another one's top: fitted on that surface
+    on = table if support is None else _raised(table, support)
+    pts = object_points(frame, on, seg.mask, max_points=max_points, erode_px=fit.erode_px)
+    if len(pts) >= 20 and _size(pts) < MIN_REFINE_SIZE_M:  # not refined: its size is its points'
+        pts = object_points(frame, on, seg.mask, max_points=max_points, erode_px=fit.erode_px, denoise=True)
+    if len(pts) < 20:
+        warnings.append(f"{seg.label!r}: only {len(pts)} points above the table; left out")
+        return None
+    try:
+        g = _best_reconstruction(dataclasses.replace(fit, table=on), seg, pts)
+    except ShapeBackendError:  # the back-end the user chose cannot run: say so, for the whole frame
+        raise
+    except ShapeError as err:
+        warnings.append(f"{seg.label!r}: {err}; left out")
+        return None
+    if _roundable(g) and fit.refine:
+        t0 = time.perf_counter()
+        g = round_box(g, frame, on.T_world_cam, seg.mask, seg.seen)
+        g = add_neck(g, frame, on.T_world_cam, seg.mask, seg.seen)
+        timings["round"] = timings.get("round", 0.0) + time.perf_counter() - t0
+    elif _extrudable(g) and fit.refine:
+        t0 = time.perf_counter()
+        field = add_heightfield(g, carve_to=(seg.seen, frame.K, on.T_world_cam))
+        g = add_prism(g, frame, on.T_world_cam, seg.mask, seg.seen, [] if field is None else [field])
+        timings["prism"] = timings.get("prism", 0.0) + time.perf_counter() - t0
+    return g if support is None else _lifted(g, support)
 
 
 def _roundable(g: ObjectGeometry) -> bool:

@@ -59,7 +59,7 @@ from real2sim.scene_files import (
 )
 from real2sim.segment import grounded_sam2_settings, segmenter
 from real2sim.shape import hunyuan3d_package, hunyuan3d_path, shape_backend
-from real2sim.types import ObjectGeometry, Real2SimError
+from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from simpact.core.scene import Scene, SceneObject
@@ -348,6 +348,39 @@ def _score_fit(
     result.timings_s["fit"] = time.perf_counter() - t
 
 
+def _object_entry(
+    name: str, g: ObjectGeometry, p: PhysicalParameters, notes: Mapping[str, Any], rgba: Sequence[float]
+) -> dict[str, Any]:
+    """The ``scene.json`` entry of object ``name``: its geometry ``g``, physical parameters ``p`` with the
+    ``notes`` on how they were set, and its colour ``rgba`` (0-1); position, extent in m."""
+    entry: dict[str, Any] = {
+        "name": name,
+        "label": g.label,
+        "kind": p.kind,
+        "position": [round(float(v), 6) for v in g.position],
+        "quaternion": [round(float(v), 6) for v in g.quaternion],
+        "extent": [round(float(v), 6) for v in g.extent],
+        "mass": round(float(p.mass_kg), 6),
+        "friction": round(float(p.friction), 4),
+        "physics": {**p.to_dict(), **notes},
+        "symmetry": g.symmetry,
+        "concave": bool(g.concave),
+        "fit_rmse_m": round(float(g.fit_rmse_m), 6),
+        "shape_source": g.shape_source,
+        "pose_source": g.pose_source,
+        "rgba": list(rgba),
+    }
+    if g.edge_radii_m is not None:  # a box with rounded edges: along its longest side, the others
+        entry["edge_radii_m"] = [round(float(r), 4) for r in g.edge_radii_m]
+    if g.neck_m is not None:  # a box with a bottle's neck: its radius and length
+        entry["neck_m"] = [round(float(v), 4) for v in g.neck_m]
+    if g.prism_depth_m is not None:  # an outline extruded back from a face or up from the table
+        entry["prism_depth_m"] = round(float(g.prism_depth_m), 4)
+    if g.heightfield_cell_m is not None:  # columns as high as the surface seen over them
+        entry["heightfield_cell_m"] = round(float(g.heightfield_cell_m), 4)
+    return entry
+
+
 def _scene(
     result: Real2SimResult,
     names: Sequence[str],
@@ -365,31 +398,9 @@ def _scene(
     for n in names:
         g, p = result.geometries[n], result.parameters[n]
         extent = np.asarray(g.extent, dtype=float)
-        entry: dict[str, Any] = {
-            "name": n,
-            "label": g.label,
-            "kind": p.kind,
-            "position": [round(float(v), 6) for v in g.position],
-            "quaternion": [round(float(v), 6) for v in g.quaternion],
-            "extent": [round(float(v), 6) for v in extent],
-            "mass": round(float(p.mass_kg), 6),
-            "friction": round(float(p.friction), 4),
-            "physics": {**p.to_dict(), **result.physics.notes.get(n, {})},
-            "symmetry": g.symmetry,
-            "concave": bool(g.concave),
-            "fit_rmse_m": round(float(g.fit_rmse_m), 6),
-            "shape_source": g.shape_source,
-            "pose_source": g.pose_source,
-            "rgba": list(_median_rgba(frame.rgb, masks.get(g.label))),
-        }
-        if g.edge_radii_m is not None:  # a box with rounded edges: along its longest side, the others
-            entry["edge_radii_m"] = [round(float(r), 4) for r in g.edge_radii_m]
-        if g.neck_m is not None:  # a box with a bottle's neck: its radius and length
-            entry["neck_m"] = [round(float(v), 4) for v in g.neck_m]
-        if g.prism_depth_m is not None:  # an outline extruded back from a face or up from the table
-            entry["prism_depth_m"] = round(float(g.prism_depth_m), 4)
-        if g.heightfield_cell_m is not None:  # columns as high as the surface seen over them
-            entry["heightfield_cell_m"] = round(float(g.heightfield_cell_m), 4)
+        entry = _object_entry(
+            n, g, p, result.physics.notes.get(n, {}), _median_rgba(frame.rgb, masks.get(g.label))
+        )
         if p.kind == "rigid":
             unit = g.mesh.copy()
             unit.apply_scale(1.0 / extent)
