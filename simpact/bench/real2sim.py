@@ -36,17 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.ndimage import binary_fill_holes
 from scipy.optimize import linear_sum_assignment
 
 from real2sim.datasets import (
-    EXPECTED_OBJECTS,
-    LABEL_POINTS,
-    REAL_FRAMES,
     YCB_SIZES_M,
     SharedDataMissing,
     discover_real_frames,
-    object_pixels,
     read_any_frame,
     read_graspnet_object_points,
     reference_masks,
@@ -54,7 +49,9 @@ from real2sim.datasets import (
 )
 from real2sim.pipeline import Real2SimConfig, run_real2sim
 from simpact.bench.glass import bench_glass_pair, glass_pairs
+from simpact.bench.real2sim_marks import against_object_points, against_reference_masks, on_their_objects
 from simpact.bench.real2sim_report import TARGETS, summarise
+from simpact.bench.real_truth import EXPECTED_OBJECTS, LABEL_POINTS, REAL_FRAMES, object_pixels
 from simpact.bench.scoring import (
     extent_error,
     ground_truth_box,
@@ -194,7 +191,7 @@ def bench_real(
     points, the object nearest to them also gets ``pc_extent_m`` and ``pc_extent_pct``: they are one view's
     surface, so a completed hidden side can only make the footprint longer than theirs. An unlabelled
     frame's ``regions`` (how many objects real2sim built) sits beside ``expected_objects``, the hand count
-    of :data:`real2sim.datasets.EXPECTED_OBJECTS` (given here, never to real2sim)."""
+    of :data:`simpact.bench.real_truth.EXPECTED_OBJECTS` (given here, never to real2sim)."""
     path = shared_data_dir(relpath)
     frame = read_any_frame(path)
     marked = object_pixels(relpath, frame.metadata)  # a malformed annotation stops before the work
@@ -203,69 +200,25 @@ def bench_real(
     t0 = time.perf_counter()
     result = run_real2sim(frame, labels=list(known) if known else None, out=out, config=config)
     wall = time.perf_counter() - t0
-    pc_extent, pc_owner = None, None
-    if frame.metadata.get("format") == "6dof_graspnet" and path.is_file():  # not a bundle made from one
-        T = result.perception.table.T_world_cam
-        pc = read_graspnet_object_points(path) @ T[:3, :3].T + T[:3, 3]
-        pc_extent = points_extent(pc)
-        names = [
-            result.labels.name_of(lab)
-            for lab in result.labels.labels
-            if result.labels.name_of(lab) in result.geometries
-        ]
-        if names:
-            centre = pc[:, :2].mean(axis=0)
-            pc_owner = min(
-                names, key=lambda n: float(np.linalg.norm(result.geometries[n].position[:2] - centre))
-            )
+    pc_extent, pc_owner = _graspnet_object(path, frame, result)
     if not known:  # no reference table entry: every region found, scored by its fit alone
         known = {g.label: None for g in result.geometries.values()}
     labels = list(known)
     objects: dict[str, Any] = {}
     for label in labels:
         name = result.labels.name_of(label) if result.labels.labels else label
-        ycb = known[label]
-        reference = "ycb" if ycb is not None else "object_pc" if pc_extent is not None else "none"
-        entry: dict[str, Any] = {"found": name in result.geometries, "reference": reference}
-        fit = result.fit.get("objects", {}).get(name)
-        if fit is not None:
-            entry["iou"] = fit["iou"]
-            entry["verdict"] = fit["verdict"]
-            for key in ("spill_px", "spill_unmeasured_px"):
-                if key in fit:
-                    entry[key] = fit[key]
-            for key in ("depth_residual", "table_nearby_residual"):  # the latter: the depth's noise beside it
-                if fit.get(f"{key}_m") is not None:
-                    entry[f"{key}_mm"] = round(1000 * fit[f"{key}_m"], 3)
-        if name in result.geometries:
-            g = result.geometries[name]
-            est = np.sort(np.asarray(g.extent, dtype=float))
-            entry["extent_m"] = [round(float(v), 4) for v in est]
-            if ycb is not None:
-                ref = np.sort(np.asarray(YCB_SIZES_M[ycb], dtype=float))
-                entry["known_extent_m"] = [float(v) for v in ref]
-                entry["extent_pct"] = extent_error(est, ref)
-            if pc_extent is not None and name == pc_owner:
-                entry["pc_extent_m"] = [round(float(v), 4) for v in np.sort(pc_extent)]
-                entry["pc_extent_pct"] = extent_error(est, pc_extent)
-                if ycb is None:
-                    entry["extent_pct"] = entry["pc_extent_pct"]
-            placement = result.placement.get(name, {})
-            entry["support_gap_cm"] = -100 * float(placement.get("lift_m", 0.0))
-            if result.settle is not None and name in result.settle.motion:
-                m = result.settle.motion[name]
-                entry["settle_moved_cm"] = 100 * m.displacement
-                entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
-        objects[name] = entry
+        reference = "ycb" if known[label] is not None else "object_pc" if pc_extent is not None else "none"
+        owned = pc_extent if name == pc_owner else None
+        objects[name] = _real_object(result, name, reference, known[label], owned)
     for seg in result.perception.segments:  # where each object is: the report matches a baseline's by it
         name = result.labels.name_of(seg.label) if result.labels.labels else seg.label
         rows, cols = np.nonzero(seg.seen)
         if name in objects and len(rows):
             objects[name]["centre_px"] = [round(float(cols.mean()), 1), round(float(rows.mean()), 1)]
-    for label, on in _on_their_objects(LABEL_POINTS.get(relpath, {}), result.perception.segments).items():
+    for label, on in on_their_objects(LABEL_POINTS.get(relpath, {}), result.perception.segments).items():
         if (name := result.labels.name_of(label)) in objects:
             objects[name]["on_its_object"] = on
-    annotated = _against_reference_masks(reference_masks(path), result, objects)
+    annotated = against_reference_masks(reference_masks(path), result, objects)
     return {
         "frame": relpath,
         "edge_runs": edge_runs(frame.depth).tolist(),
@@ -276,7 +229,7 @@ def bench_real(
         "present": len(labels) if result.labels.labels else None,
         "regions": None if result.labels.labels else len(result.geometries),
         "expected_objects": expected_objects,
-        **_against_object_points(marked, [s.seen for s in result.perception.segments]),
+        **against_object_points(marked, [s.seen for s in result.perception.segments]),
         "table_residual_mm": (
             None if "table" not in result.fit else round(1000 * result.fit["table"]["depth_residual_m"], 3)
         ),
@@ -288,112 +241,67 @@ def bench_real(
     }
 
 
+def _graspnet_object(path: Path, frame: Frame, result: Any) -> tuple[np.ndarray | None, str | None]:
+    """For a 6-DoF GraspNet frame (the file, not a bundle made from it): the oriented extents (m) of the
+    object points it ships and the reconstructed object nearest to them; else ``(None, None)``."""
+    if frame.metadata.get("format") != "6dof_graspnet" or not path.is_file():
+        return None, None
+    T = result.perception.table.T_world_cam
+    pc = read_graspnet_object_points(path) @ T[:3, :3].T + T[:3, 3]
+    names = [n for n in map(result.labels.name_of, result.labels.labels) if n in result.geometries]
+    if not names:
+        return points_extent(pc), None
+    centre = pc[:, :2].mean(axis=0)
+    owner = min(names, key=lambda n: float(np.linalg.norm(result.geometries[n].position[:2] - centre)))
+    return points_extent(pc), owner
+
+
+def _real_object(
+    result: Any, name: str, reference: str, ycb: str | None, pc_extent: np.ndarray | None
+) -> dict[str, Any]:
+    """One object's record on a real frame: found, what its extent is compared with (``reference``), its fit
+    score, its extents (sorted, m) against YCB's listed size of ``ycb`` (if named) and against the object
+    points' ``pc_extent`` (m, if it owns them: the reference of an object that is not YCB's), its support
+    gap and settle motion."""
+    entry: dict[str, Any] = {"found": name in result.geometries, "reference": reference}
+    fit = result.fit.get("objects", {}).get(name)
+    if fit is not None:
+        entry["iou"] = fit["iou"]
+        entry["verdict"] = fit["verdict"]
+        for key in ("spill_px", "spill_unmeasured_px"):
+            if key in fit:
+                entry[key] = fit[key]
+        for key in ("depth_residual", "table_nearby_residual"):  # the latter: the depth's noise beside it
+            if fit.get(f"{key}_m") is not None:
+                entry[f"{key}_mm"] = round(1000 * fit[f"{key}_m"], 3)
+    if name not in result.geometries:
+        return entry
+    g = result.geometries[name]
+    est = np.sort(np.asarray(g.extent, dtype=float))
+    entry["extent_m"] = [round(float(v), 4) for v in est]
+    if ycb is not None:
+        ref = np.sort(np.asarray(YCB_SIZES_M[ycb], dtype=float))
+        entry["known_extent_m"] = [float(v) for v in ref]
+        entry["extent_pct"] = extent_error(est, ref)
+    if pc_extent is not None:
+        entry["pc_extent_m"] = [round(float(v), 4) for v in np.sort(pc_extent)]
+        entry["pc_extent_pct"] = extent_error(est, pc_extent)
+        if ycb is None:
+            entry["extent_pct"] = entry["pc_extent_pct"]
+    entry["support_gap_cm"] = -100 * float(result.placement.get(name, {}).get("lift_m", 0.0))
+    if result.settle is not None and name in result.settle.motion:
+        m = result.settle.motion[name]
+        entry["settle_moved_cm"] = 100 * m.displacement
+        entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
+    return entry
+
+
 def _expected(frame: Frame, where: str) -> int | None:
     """The hand count of objects a frame bundle's ``frame.json`` gives (``expected_objects``), if any."""
     count = frame.metadata.get("expected_objects")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
         raise FrameError(f"{where}: expected_objects must be a whole number of objects, got {count!r}")
     return count
-
-
-POINT_TOLERANCE_PX = 3
-"""A label's mask holds its hand-marked pixel when it covers a pixel this near (px): a thin blade's mark."""
-OBJECT_TOLERANCE_PX = 2
-"""A mask holds an object's hand-marked pixel (``OBJECT_POINTS``) when it, holes filled, covers a pixel this
-near it (px): tighter, as a mask right beside a mark on a neighbour would count as a merge."""
-
-
-def _holds(mask: np.ndarray, column: int, row: int, tolerance: int) -> bool:
-    """Whether ``mask`` covers a pixel within ``tolerance`` (px, a square) of (``column``, ``row``)."""
-    return bool(
-        mask[
-            max(row - tolerance, 0) : row + tolerance + 1, max(column - tolerance, 0) : column + tolerance + 1
-        ].any()
-    )
-
-
-def _on_their_objects(points: dict[str, tuple[int, int]], segments: Sequence[Any]) -> dict[str, bool]:
-    """Per label with a hand-marked pixel (``points``: label -> (column, row), :data:`LABEL_POINTS`):
-    whether the mask real2sim gave that label holds its pixel and no other label's (a label matched to the
-    wrong object, or a mask over two, is False; so is a label not found)."""
-    masks = {s.label: s.seen for s in segments}
-
-    def held(mask: np.ndarray) -> set[str]:
-        return {o for o, (x, y) in points.items() if _holds(mask, x, y, POINT_TOLERANCE_PX)}
-
-    return {label: label in masks and held(masks[label]) == {label} for label in points}
-
-
-SPAN_SHARE = 0.15
-"""A mask spans an annotated object when at least this share of the mask's pixels lies on it."""
-
-
-def _against_reference_masks(
-    annotated: list[np.ndarray] | None, result: Any, objects: dict[str, Any]
-) -> dict[str, Any]:
-    """Where the frame marks its objects (ClearGrasp): per object how many marked objects its mask spans
-    (``spans``; 2 or more is a mask over two objects), how many marked objects some mask covers at least
-    half of (``annotated_found`` of ``annotated``), and per marked object the IoU with it of the masks and of
-    the scene's render from the photo's camera of the objects whose masks lie mostly on it
-    (``annotated_iou``: ``mask``, ``render``; 0 where none does), and of those objects' regions as the depth
-    cut them, before their outlines were snapped to the colour edges (``depth_mask``, side by side). The
-    render's IoU is ground truth the pipeline never reads, for shape and pose together; ``render_covers``
-    (the share of the marked object the render covers) and ``render_outside`` (the share of the render off
-    it) say whether the shapes fall short or spill over. Nothing when the frame marks none."""
-    if not annotated:
-        return {}
-    segments = {
-        n: s for s in result.perception.segments for n, g in result.geometries.items() if g.label == s.label
-    }
-    masks = {n: s.seen for n, s in segments.items()}
-    index = result.renders.get("index")
-    rendered = list(result.fit.get("objects", {}))  # the render's object order
-    found = 0
-    ious: list[dict[str, float]] = []
-    for ref in annotated:
-        size = int(ref.sum())
-        found += any(int((m & ref).sum()) >= 0.5 * size for m in masks.values())
-        on_it = [n for n, m in masks.items() if int((m & ref).sum()) >= 0.5 * max(int(m.sum()), 1)]
-        mask, depth_cut, render = np.zeros_like(ref), np.zeros_like(ref), np.zeros_like(ref)
-        for n in on_it:
-            mask |= masks[n]
-            depth_cut |= segments[n].mask
-            if index is not None and n in rendered:
-                render |= index == rendered.index(n)
-        pairs = (("mask", mask), ("depth_mask", depth_cut), ("render", render))
-        scores = {k: round(mask_iou(m, ref), 4) for k, m in pairs}
-        # Which way the render errs: the share of the marked object it covers, and of itself outside it.
-        scores["render_covers"] = round(int((render & ref).sum()) / max(size, 1), 4)
-        scores["render_outside"] = round(int((render & ~ref).sum()) / max(int(render.sum()), 1), 4)
-        ious.append(scores)
-    for name, mask in masks.items():
-        px = max(int(mask.sum()), 1)
-        if name in objects:
-            objects[name]["spans"] = sum(int((mask & ref).sum()) >= SPAN_SHARE * px for ref in annotated)
-    return {"annotated": len(annotated), "annotated_found": found, "annotated_iou": ious}
-
-
-def _against_object_points(
-    points: Sequence[Sequence[tuple[int, int]]] | None, masks: list[np.ndarray]
-) -> dict[str, Any]:
-    """Where the frame has hand-placed pixels (column, row) on each object (per object, one or a few:
-    :func:`real2sim.datasets.object_pixels`): how many objects some mask holds a pixel of (``points_found``
-    of ``points``; a mask within :data:`OBJECT_TOLERANCE_PX` counts, and one enclosing the pixel: a hole
-    without depth in it is not a missed object), how many masks hold pixels of two or more objects
-    (``masks_merging``) and how many objects such masks hold (``objects_merged``); nothing without pixels."""
-    if points is None:
-        return {}
-    held = np.zeros((len(masks), len(points)), bool)
-    for i, mask in enumerate(masks):
-        m = binary_fill_holes(mask)
-        for j, pixels in enumerate(points):
-            held[i, j] = any(_holds(m, c, r, OBJECT_TOLERANCE_PX) for c, r in pixels)
-    return {
-        "points": len(points),
-        "points_found": int(held.any(axis=0).sum()),
-        "masks_merging": int((held.sum(axis=1) >= 2).sum()),
-        "objects_merged": int(held[held.sum(axis=1) >= 2].sum()),
-    }
 
 
 def run_real2sim_bench(

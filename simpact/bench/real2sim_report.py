@@ -3,7 +3,7 @@ meet, and its table."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,7 @@ def summarise(
         "rendered": {key: summary_stats(values(rendered, key)) for key in RENDERED_KEYS},
         "rendered_noisy": {key: summary_stats(values(rendered_noisy, key)) for key in RENDERED_KEYS},
         "rendered_found": [
-            sum(o["found"] for r in rendered for o in r.get("objects", {}).values()),
+            sum(o["found"] for o in _objects(rendered)),
             sum(len(r.get("objects", {})) for r in rendered),
         ],
         "rendered_not_visible": [
@@ -104,47 +104,7 @@ def summarise(
             for name, o in r.get("objects", {}).items()
             if o.get("visible_px") == 0
         ],
-        "real": {
-            "extent_pct": summary_stats(values(real_frames, "extent_pct")),
-            "support_gap_cm": summary_stats([abs(v) for v in values(real_frames, "support_gap_cm")]),
-            "found": [
-                sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
-                sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
-            ],
-            "labels_on_their_objects": [  # of the labels with a hand-marked pixel (LABEL_POINTS)
-                sum(
-                    o.get("on_its_object") is True for r in real_frames for o in r.get("objects", {}).values()
-                ),
-                sum("on_its_object" in o for r in real_frames for o in r.get("objects", {}).values()),
-            ],
-            "iou": summary_stats(values(real_frames, "iou")),
-            "depth_residual_mm": summary_stats(values(real_frames, "depth_residual_mm")),
-            "masks_spanning_two": sum(
-                o.get("spans", 0) >= 2 for r in real_frames for o in r.get("objects", {}).values()
-            ),
-            "annotated_found": [
-                sum(r.get("annotated_found", 0) for r in real_frames),
-                sum(r.get("annotated", 0) for r in real_frames),
-            ],
-            "annotated_iou": {
-                kind: summary_stats([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
-                for kind in ("mask", "depth_mask", "render")
-            },
-            "regions_vs_expected": {
-                r["frame"]: [r["regions"], r["expected_objects"]]
-                for r in real_frames
-                if r.get("expected_objects") is not None and r.get("regions") is not None
-            },
-            "object_points": {
-                r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
-                for r in real_frames
-                if "points" in r
-            },
-            "verdicts": {
-                v: sum(o.get("verdict") == v for r in real_frames for o in r.get("objects", {}).values())
-                for v in ("good", "check", "poor")
-            },
-        },
+        "real": _real_summary(real_frames),
         "seconds_per_frame": summary_stats(seconds),
         "verdicts_vs_truth": {
             "rendered, exact depth": verdicts_vs_truth(rendered),
@@ -155,34 +115,85 @@ def summarise(
         ),
         "glass": {key: summary_stats(values(list(glass), key)) for key in ("extent_pct", "centre_cm")},
     }
+    return summary, _targets_met(rendered, real_frames, seconds)
+
+
+def _objects(frames: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every object record of ``frames``."""
+    return (o for r in frames for o in r.get("objects", {}).values())
+
+
+def _real_summary(real_frames: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary of the real frames' records."""
+    return {
+        "extent_pct": summary_stats(_values(real_frames, "extent_pct")),
+        "support_gap_cm": summary_stats([abs(v) for v in _values(real_frames, "support_gap_cm")]),
+        "found": [
+            sum(r.get("found", 0) for r in real_frames if r.get("labelled")),
+            sum(r.get("present") or 0 for r in real_frames if r.get("labelled")),
+        ],
+        "labels_on_their_objects": [  # of the labels with a hand-marked pixel (LABEL_POINTS)
+            sum(o.get("on_its_object") is True for o in _objects(real_frames)),
+            sum("on_its_object" in o for o in _objects(real_frames)),
+        ],
+        "iou": summary_stats(_values(real_frames, "iou")),
+        "depth_residual_mm": summary_stats(_values(real_frames, "depth_residual_mm")),
+        "masks_spanning_two": sum(o.get("spans", 0) >= 2 for o in _objects(real_frames)),
+        "annotated_found": [
+            sum(r.get("annotated_found", 0) for r in real_frames),
+            sum(r.get("annotated", 0) for r in real_frames),
+        ],
+        "annotated_iou": {
+            kind: summary_stats([i[kind] for r in real_frames for i in r.get("annotated_iou", [])])
+            for kind in ("mask", "depth_mask", "render")
+        },
+        "regions_vs_expected": {
+            r["frame"]: [r["regions"], r["expected_objects"]]
+            for r in real_frames
+            if r.get("expected_objects") is not None and r.get("regions") is not None
+        },
+        "object_points": {
+            r["frame"]: {k: r[k] for k in ("points", "points_found", "masks_merging", "objects_merged")}
+            for r in real_frames
+            if "points" in r
+        },
+        "verdicts": {
+            v: sum(o.get("verdict") == v for o in _objects(real_frames)) for v in ("good", "check", "poor")
+        },
+    }
+
+
+def _targets_met(
+    rendered: list[dict[str, Any]], real_frames: list[dict[str, Any]], seconds: list[float]
+) -> dict[str, bool | None]:
+    """Which targets the records meet (None: nothing measured for it, e.g. ``--no-real``)."""
 
     def within(stats: dict[str, float] | None, target: str) -> bool | None:
         """Whether the worst value meets the target; None when nothing was measured (e.g. ``--no-real``)."""
         return None if stats is None else stats["max"] <= TARGETS[target]
 
-    met = {
+    return {
         "rendered_position_cm": within(
-            summary_stats(values(rendered, "position_cm")), "rendered_position_cm"
+            summary_stats(_values(rendered, "position_cm")), "rendered_position_cm"
         ),
-        "rendered_extent_pct": within(summary_stats(values(rendered, "extent_pct")), "rendered_extent_pct"),
-        "real_extent_pct": within(summary_stats(values(real_frames, "extent_pct")), "real_extent_pct"),
+        "rendered_extent_pct": within(summary_stats(_values(rendered, "extent_pct")), "rendered_extent_pct"),
+        "real_extent_pct": within(summary_stats(_values(real_frames, "extent_pct")), "real_extent_pct"),
         "real_iou_min": (
             None
-            if not values(real_frames, "iou")
-            else min(values(real_frames, "iou")) >= TARGETS["real_iou_min"]
+            if not _values(real_frames, "iou")
+            else min(_values(real_frames, "iou")) >= TARGETS["real_iou_min"]
         ),
         "real_no_mask_spans_two": (  # against the frames' own masks and the hand-placed object points
             None
             if not any("annotated" in r or "points" in r for r in real_frames)
-            else all(o.get("spans", 0) < 2 for r in real_frames for o in r.get("objects", {}).values())
+            else all(o.get("spans", 0) < 2 for o in _objects(real_frames))
             and not any(r.get("masks_merging", 0) for r in real_frames)
         ),
         "real_depth_residual_mm": within(
-            summary_stats(values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"
+            summary_stats(_values(real_frames, "depth_residual_mm")), "real_depth_residual_mm"
         ),
         "seconds_per_frame": within(summary_stats(seconds), "seconds_per_frame"),
     }
-    return summary, met
 
 
 def format_table(result: dict[str, Any]) -> str:

@@ -7,12 +7,13 @@ import pytest
 import trimesh
 
 from real2sim.carve import carve, silhouette_cone
-from real2sim.datasets import REAL_FRAMES, SharedDataMissing, read_any_frame, shared_data_dir
+from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
 from real2sim.fitscore import render_depth, score_geometries
 from real2sim.heightfield import add_heightfield
 from real2sim.overlays import look_at
 from real2sim.perception import perceive
 from real2sim.types import ObjectGeometry
+from simpact.bench.real_truth import REAL_FRAMES
 
 from ._render import seen_on_table
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from real2sim.datasets import discover_real_frames, object_pixels, read_any_frame
+from real2sim.datasets import discover_real_frames, read_any_frame
+from simpact.bench.real_truth import object_pixels
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gqcnn_bundles.py"
 INTR = '{"_cy": 239.5, "_cx": 319.5, "_fy": 525.0, "_height": 480, "_fx": 525.0, "_width": 640, "_skew": 0.0}'

@@ -118,7 +118,8 @@ def _real_frame(rel: str) -> Frame:
 
 @pytest.mark.parametrize("rel", sorted(REAL_OK))
 def test_real_frames_extents_within_20_percent(rel: str) -> None:
-    from real2sim.datasets import REAL_FRAMES, YCB_SIZES_M, read_graspnet_object_points, shared_data_dir
+    from real2sim.datasets import YCB_SIZES_M, read_graspnet_object_points, shared_data_dir
+    from simpact.bench.real_truth import REAL_FRAMES
     from simpact.bench.scoring import points_extent
 
     frame = _real_frame(rel)
@@ -199,12 +200,12 @@ def test_a_thin_objects_pixels_mixed_with_what_stands_behind_it_are_left_out() -
 def test_every_object_on_the_table_labelled_gets_its_own_mask(rel: str) -> None:
     """Labelled with every object on its table, as a user would (a drill, a banana, scissors, a bleach
     bottle, a coffee can beside the YCB objects the bench sizes): each label's mask holds the pixel placed by
-    hand on that object and no other label's (:data:`real2sim.datasets.LABEL_POINTS`). Without sizes for the
-    objects it had no size for, 000001 put the cracker box on the drill, the drill on a box standing behind
-    the table and the banana on the cracker box; 000002 the scissors on the coffee can. 000003's red bowl,
-    whose floor reads at the table's height, held only its far wall and rim before its floor was given back
-    (:func:`real2sim.holes.round_floors`)."""
-    from real2sim.datasets import LABEL_POINTS, REAL_FRAMES
+    hand on that object and no other label's (:data:`simpact.bench.real_truth.LABEL_POINTS`). Without sizes
+    for the objects it had no size for, 000001 put the cracker box on the drill, the drill on a box standing
+    behind the table and the banana on the cracker box; 000002 the scissors on the coffee can. 000003's red
+    bowl, whose floor reads at the table's height, held only its far wall and rim before its floor was given
+    back (:func:`real2sim.holes.round_floors`)."""
+    from simpact.bench.real_truth import LABEL_POINTS, REAL_FRAMES
 
     frame = _real_frame(rel)
     points = LABEL_POINTS[rel]

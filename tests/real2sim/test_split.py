@@ -1,6 +1,6 @@
 """Touching objects of different colours are split (issue 16); one object's colour print or band is not. On
-the real frames the hand-placed pixels of :data:`real2sim.datasets.OBJECT_POINTS` label the objects here
-(the segmenter never reads them): a mask holding two of them is two objects merged."""
+the real frames the hand-placed pixels of :data:`simpact.bench.real_truth.OBJECT_POINTS` label the objects
+here (the segmenter never reads them): a mask holding two of them is two objects merged."""
 
 from __future__ import annotations
 
@@ -228,9 +228,10 @@ def test_a_short_stub_a_held_up_handle_or_a_tall_neighbour_stays_on_the_box() ->
 def _holders(relpath: str) -> list[list[int]]:
     """For each region real2sim's segmenter finds on the frame, which hand-placed object pixels it holds
     (within 2 px, holes filled: the bench's rule)."""
-    from real2sim.datasets import SharedDataMissing, object_pixels, read_any_frame, shared_data_dir
+    from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
     from real2sim.regions import find_clusters
     from real2sim.table import fit_table
+    from simpact.bench.real_truth import object_pixels
 
     try:
         path = shared_data_dir(relpath)
@@ -306,6 +307,6 @@ def test_touching_mugs_robot_and_box_are_apart() -> None:
 )
 def test_the_green_mug_s_mask_keeps_off_the_bottle_behind_it() -> None:
     """UOIS 0008: the bottle's foot, seen over the green mug's rim, is the bottle's (a second hand-placed
-    pixel on the bottle, :data:`real2sim.datasets.OBJECT_POINTS`), not the mug's."""
+    pixel on the bottle, :data:`simpact.bench.real_truth.OBJECT_POINTS`), not the mug's."""
     held = _holders("rgbd/uois/image_0008.npy")
     assert [2] in held and [4] in held, held

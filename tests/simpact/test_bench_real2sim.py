@@ -197,22 +197,22 @@ def test_regions_are_reported_against_the_hand_count() -> None:
 
 
 def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
-    from simpact.bench.real2sim import _against_object_points
+    from simpact.bench.real2sim_marks import against_object_points
 
     a = np.zeros((20, 30), bool)
     a[2:8, 2:20] = True  # spans the first two points
     b = np.zeros((20, 30), bool)
     b[13:20, 23:30] = True
     b[17, 27] = False  # a hole without depth: the pixel in it is still held
-    got = _against_object_points([[(4, 4)], [(15, 5)], [(5, 16)], [(27, 17)]], [a, b])
+    got = against_object_points([[(4, 4)], [(15, 5)], [(5, 16)], [(27, 17)]], [a, b])
     assert got == {"points": 4, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
-    assert _against_object_points(None, [a]) == {}
+    assert against_object_points(None, [a]) == {}
     # an object marked twice: a mask over its second pixel and another object's is a merge too
     c = np.zeros((20, 30), bool)
     c[15:20, 0:10] = True
-    parted = _against_object_points([[(4, 4)], [(27, 17)], [(5, 16)]], [a, b, c])
+    parted = against_object_points([[(4, 4)], [(27, 17)], [(5, 16)]], [a, b, c])
     assert parted["masks_merging"] == 0
-    joined = _against_object_points([[(4, 4)], [(27, 17), (5, 17)], [(5, 16)]], [a, b, c])
+    joined = against_object_points([[(4, 4)], [(27, 17), (5, 17)], [(5, 16)]], [a, b, c])
     assert joined == {"points": 3, "points_found": 3, "masks_merging": 1, "objects_merged": 2}
     # the target "no mask spans two objects" is missed by such a mask, as by one over two annotated masks
     from simpact.bench.real2sim_report import summarise
@@ -223,7 +223,7 @@ def test_a_mask_over_two_hand_marked_objects_is_counted() -> None:
 
 
 def test_a_label_is_on_its_object_when_its_mask_holds_its_marked_pixel_and_no_other() -> None:
-    from simpact.bench.real2sim import _on_their_objects
+    from simpact.bench.real2sim_marks import on_their_objects
     from simpact.bench.real2sim_report import summarise
 
     box = np.zeros((20, 30), bool)
@@ -233,12 +233,12 @@ def test_a_label_is_on_its_object_when_its_mask_holds_its_marked_pixel_and_no_ot
     points = {"box": (5, 5), "can": (5, 14), "drill": (25, 14), "banana": (27, 2)}
     segments = [SimpleNamespace(label="box", seen=box), SimpleNamespace(label="can", seen=can)]
     segments.append(SimpleNamespace(label="banana", seen=box))  # matched to the box
-    got = _on_their_objects(points, segments)
+    got = on_their_objects(points, segments)
     assert got == {"box": True, "can": False, "drill": False, "banana": False}  # can: over two; drill: none
     segments[2] = SimpleNamespace(label="banana", seen=np.roll(box, 20, axis=1))  # within 3 px of its pixel
     can[10:18, 20:] = False
-    assert _on_their_objects(points, segments) == {"box": True, "can": True, "drill": False, "banana": True}
-    objects = {k: {"on_its_object": v} for k, v in _on_their_objects(points, segments).items()}
+    assert on_their_objects(points, segments) == {"box": True, "can": True, "drill": False, "banana": True}
+    objects = {k: {"on_its_object": v} for k, v in on_their_objects(points, segments).items()}
     assert summarise([], [{"frame": "f", "objects": objects}])[0]["real"]["labels_on_their_objects"] == [3, 4]
 
 
@@ -265,7 +265,7 @@ def test_objects_that_look_alike_are_paired_with_their_estimates_by_position() -
 
 def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
     from real2sim.types import Segment
-    from simpact.bench.real2sim import _against_reference_masks
+    from simpact.bench.real2sim_marks import against_reference_masks
     from simpact.bench.real2sim_report import summarise
 
     ref = np.zeros((20, 30), bool)
@@ -285,7 +285,7 @@ def test_the_render_is_scored_against_the_annotated_silhouettes() -> None:
         fit={"objects": {"stray": {}, "obj": {}}},
     )
     objects: dict[str, dict[str, object]] = {"obj": {}}
-    got = _against_reference_masks([ref, other], result, objects)
+    got = against_reference_masks([ref, other], result, objects)
     assert got["annotated"] == 2 and got["annotated_found"] == 1 and objects["obj"]["spans"] == 1
     assert got["annotated_iou"] == [  # the render covers all 100 px and spills 20 of its 120
         {
