@@ -260,6 +260,28 @@ def _simulate(result: Real2SimResult, frame: Frame, T_world_cam: np.ndarray, con
                 f"settle run: {len(result.settle.artifacts)} artifact(s), deepest initial overlap "
                 f"{result.settle.max_overlap * 1000:.1f} mm{fallen}"
             )
+        _note_shifted(result)
+
+
+def _note_shifted(result: Real2SimResult) -> None:
+    """Each object that did not rest where it was fitted in the settle run (``SettleReport.shifted``; fallen
+    ones aside, the settle warning names them): a warning, and ``shifted_in_settle`` (``moved_m``,
+    ``turned_deg``) in its fit score, which the planner passes on
+    (:func:`real2sim.task_scene.fit_warnings_for`)."""
+    assert result.settle is not None
+    fallen = set(result.settle.fallen)
+    for name in result.settle.shifted:
+        if name in fallen:
+            continue
+        m = result.settle.motion[name]
+        moved = {"moved_m": round(m.displacement, 4), "turned_deg": round(float(np.degrees(m.rotation)), 1)}
+        if name in result.fit.get("objects", {}):
+            result.fit["objects"][name]["shifted_in_settle"] = moved
+        result.warnings.append(
+            f"{name!r} does not rest where it was fitted: the settle run moved it {100 * m.displacement:.1f} "
+            f"cm and turned it {moved['turned_deg']:.0f}° (it tipped, rolled or was pushed by a neighbour); "
+            "the simulated scene differs from the photo there"
+        )
 
 
 def assemble(

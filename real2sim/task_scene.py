@@ -38,36 +38,52 @@ class FrameScene(Scene):
 
 def fit_warnings_for(fit: Mapping[str, Any], names: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
     """The fit warnings of the objects ``names`` from real2sim's ``fit`` (``result.fit``): per object whose
-    verdict is ``poor`` or ``check``, its name, verdict, silhouette IoU, median depth residual (mm, None
-    without depth) and a sentence saying what may be wrong; poor fits first."""
+    verdict is ``poor`` or ``check``, or that did not rest where it was fitted in the settle run
+    (``shifted_in_settle``), its name, verdict, silhouette IoU, median depth residual (mm, None without
+    depth) and a sentence saying what may be wrong; poor fits first."""
     out = []
     scores = fit.get("objects", {})
     for name in names:
         s = scores.get(name)
-        if s is None or s.get("verdict") not in WARN_VERDICTS:
+        if s is None or (s.get("verdict") not in WARN_VERDICTS and "shifted_in_settle" not in s):
             continue
         res = s.get("depth_residual_m")
         res_mm = None if res is None else round(1000 * float(res), 1)
         iou = round(float(s.get("iou", 0.0)), 3)
-        how = "poorly" if s["verdict"] == "poor" else "only roughly"
-        res_txt = "no depth under it" if res_mm is None else f"median depth residual {res_mm} mm"
-        if res_mm is not None and s.get("table_nearby_residual_m") is not None:
-            res_txt += f", the table's beside it {1000 * float(s['table_nearby_residual_m']):.1f} mm"
-        if s.get("note"):  # fitted to its silhouette: no depth measured on it (glass)
-            res_txt = str(s["note"])
-        if s.get("image_edge_px", 0) >= IMAGE_EDGE_MIN_PX:
-            res_txt += "; it runs off the photo's edge, so its part outside the photo is a guess"
         out.append(
             {
                 "object": name,
-                "verdict": s["verdict"],
+                "verdict": s.get("verdict"),
                 "iou": iou,
                 "depth_residual_mm": res_mm,
-                "message": f"the simulated '{name}' matches the photo {how} (silhouette IoU {iou:.2f}, "
-                f"{res_txt}): its size or pose may be off",
+                "message": _fit_message(name, s, iou, res_mm),
             }
         )
-    return sorted(out, key=lambda w: WARN_VERDICTS.index(w["verdict"]))
+    order = (*WARN_VERDICTS, "good")
+    return sorted(out, key=lambda w: order.index(w["verdict"]) if w["verdict"] in order else len(order))
+
+
+def _fit_message(name: str, s: Mapping[str, Any], iou: float, res_mm: float | None) -> str:
+    """What may be wrong with the simulated object ``name`` whose fit score is ``s``."""
+    res_txt = "no depth under it" if res_mm is None else f"median depth residual {res_mm} mm"
+    if res_mm is not None and s.get("table_nearby_residual_m") is not None:
+        res_txt += f", the table's beside it {1000 * float(s['table_nearby_residual_m']):.1f} mm"
+    if s.get("note"):  # fitted to its silhouette: no depth measured on it (glass)
+        res_txt = str(s["note"])
+    if s.get("image_edge_px", 0) >= IMAGE_EDGE_MIN_PX:
+        res_txt += "; it runs off the photo's edge, so its part outside the photo is a guess"
+    how = {"poor": "poorly", "check": "only roughly"}.get(s.get("verdict", ""), "well")
+    text = f"the simulated '{name}' matches the photo {how} (silhouette IoU {iou:.2f}, {res_txt})"
+    if s.get("verdict") in WARN_VERDICTS:
+        text += ": its size or pose may be off"
+    shifted = s.get("shifted_in_settle")
+    if shifted:
+        text += (
+            f"{';' if s.get('verdict') in WARN_VERDICTS else ', but'} it does not rest where it was fitted: "
+            f"left alone in simulation it moved {100 * shifted['moved_m']:.1f} cm and turned "
+            f"{shifted['turned_deg']:.0f}° (it tipped, rolled or was pushed by a neighbour)"
+        )
+    return text
 
 
 def task_scene_from_frame(

@@ -293,6 +293,7 @@ def _real_object(
         m = result.settle.motion[name]
         entry["settle_moved_cm"] = 100 * m.displacement
         entry["settle_rotated_deg"] = float(np.degrees(m.rotation))
+        entry["settle_shifted"] = name in result.settle.shifted  # did not rest where it was fitted
     return entry
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from simpact.bench.real2sim_report import RENDERED_KEYS, TARGETS
 from simpact.core.errors import UsageError
+from simpact.guard.settle import SHIFTED_DEG, SHIFTED_M
 
 __all__ = ["load_baseline", "markdown_report"]
 
@@ -110,6 +111,7 @@ def _totals(
     unmeasured = _unmeasured_spill(objects)
     extents = [o["extent_pct"] for o in objects.values() if o.get("extent_pct") is not None]
     settled = sum(bool(r.get("settle_clean")) for r in frames)
+    shifted = [o["settle_shifted"] for o in objects.values() if "settle_shifted" in o]
     marked = [o["on_its_object"] for o in objects.values() if "on_its_object" in o]
     on_their_objects = f"{sum(marked)} of {len(marked)}" if marked else "-"
     return {
@@ -121,6 +123,8 @@ def _totals(
         "extent % of the labelled objects, mean": mean("extent_pct", ".2f"),
         "extent % of the labelled objects, max": f"{max(extents):.1f}" if extents else "-",
         "real scenes that settle clean": f"{settled} of {len(frames)}",
+        f"objects that do not rest where fitted (settling moves them > {100 * SHIFTED_M:g} cm or turns "
+        f"them > {SHIFTED_DEG:g}°)": (f"{sum(shifted)} of {len(shifted)}" if shifted else "-"),
         "render outside the masks where no depth was measured": unmeasured,
     }
 

@@ -7,8 +7,9 @@ step recorded by the :class:`~simpact.guard.recorder.Recorder`, and the detector
 
 The report gives the detector's events (artifacts: those flagged), the initial overlaps (penetration depth per
 body pair at t = 0 from MuJoCo's contacts with ``dist < 0``), how far each object moved and rotated while
-settling, and the objects that fell off the table (their origin ended under its top, z = 0): a scene where
-something falls is not the scene that was photographed.
+settling, the objects that fell off the table (their origin ended under its top, z = 0) and those that did
+not rest where they were placed (tipped over, pushed by a neighbour): a scene where something falls or
+topples is not the scene that was photographed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from solvers.world import World, make_world
 __all__ = [
     "FALLEN_DROP",
     "FALLEN_Z",
+    "SHIFTED_DEG",
+    "SHIFTED_M",
     "ObjectMotion",
     "Overlap",
     "SettleReport",
@@ -45,6 +48,11 @@ FALLEN_Z = -0.02
 :data:`FALLEN_DROP` lower than it started, fell off the table (one placed in a drawer under it did not)."""
 FALLEN_DROP = 0.05
 """m; see :data:`FALLEN_Z`."""
+SHIFTED_M = 0.01
+"""An object that moves more than this (m) while settling ..."""
+SHIFTED_DEG = 10.0
+"""... or turns more than this (degrees) does not rest where it was placed (:attr:`SettleReport.shifted`):
+one placed at rest settles by a fraction of a millimetre."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,13 @@ class SettleReport:
         ]
 
     @property
+    def shifted(self) -> list[str]:
+        """The objects that did not rest where they were placed: moved more than :data:`SHIFTED_M` or turned
+        more than :data:`SHIFTED_DEG` (tipped, rolled, slid, pushed by a neighbour; fallen ones too)."""
+        limit = np.radians(SHIFTED_DEG)
+        return [n for n, m in self.motion.items() if m.displacement > SHIFTED_M or m.rotation > limit]
+
+    @property
     def clean(self) -> bool:
         """No flagged artifact, no overlap at t = 0 deeper than ``overlap_tolerance`` and nothing fallen."""
         return not self.artifacts and self.max_overlap <= self.overlap_tolerance and not self.fallen
@@ -137,6 +152,7 @@ class SettleReport:
             "overlap_tolerance": self.overlap_tolerance,
             "overlaps": [o.to_dict() for o in self.overlaps],
             "fallen": self.fallen,
+            "shifted": self.shifted,
             "motion": {name: m.to_dict() for name, m in self.motion.items()},
             "monitor_errors": self.monitor_errors,
         }

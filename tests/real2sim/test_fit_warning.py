@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import real2sim.task_scene as task_scene
@@ -70,6 +71,34 @@ def test_a_glass_object_fitted_to_its_silhouette_is_said_to_be_so() -> None:
     glass = {"iou": 0.93, "depth_residual_m": 0.031, "verdict": "check", "note": NO_DEPTH_NOTE}
     (warning,) = fit_warnings_for({"objects": {"bottle": glass}}, ["bottle"])
     assert NO_DEPTH_NOTE in warning["message"] and "31.0 mm" not in warning["message"]
+
+
+def test_an_object_that_topples_in_simulation_is_passed_on_whatever_its_fit() -> None:
+    """real2sim notes each object its settle run moved (here a pole fitted leaning, that toppled) and the
+    planner passes it on, a good fit included."""
+    from real2sim.pipeline import _note_shifted
+    from simpact.guard.settle import ObjectMotion, SettleReport
+
+    still = ObjectMotion(1e-4, 1e-4, 0.01, (0.3, 0.2, 0.025), (0.3, 0.2, 0.025))
+    toppled = ObjectMotion(0.083, np.radians(92.0), 1.4, (0.5, 0.0, 0.1), (0.55, 0.06, 0.01))
+    settle = SettleReport(1.0, 500, [], [], {"pole": toppled, "blue_box": still})
+    fit = {"objects": {"pole": {"iou": 0.9, "depth_residual_m": 0.002, "verdict": "good"}, **FIT["objects"]}}
+    result = types.SimpleNamespace(settle=settle, fit=fit, warnings=[])
+    _note_shifted(result)  # type: ignore[arg-type]
+    (line,) = result.warnings
+    assert line == (
+        "'pole' does not rest where it was fitted: the settle run moved it 8.3 cm and turned it 92° (it "
+        "tipped, rolled or was pushed by a neighbour); the simulated scene differs from the photo there"
+    )
+    assert fit["objects"]["pole"]["shifted_in_settle"] == {"moved_m": 0.083, "turned_deg": 92.0}
+    assert "shifted_in_settle" not in fit["objects"]["blue_box"]
+    fit["objects"]["carton"]["shifted_in_settle"] = {"moved_m": 0.031, "turned_deg": 12.0}
+    warnings = fit_warnings_for(fit, ["pole", "blue_box", "carton"])
+    assert [(w["object"], w["verdict"]) for w in warnings] == [("carton", "poor"), ("pole", "good")]
+    assert "may be off; it does not rest where it was fitted" in warnings[0]["message"]
+    assert "moved 3.1 cm and turned 12°" in warnings[0]["message"]
+    assert "matches the photo well (silhouette IoU 0.90" in warnings[1]["message"]
+    assert "but it does not rest where it was fitted" in warnings[1]["message"]
 
 
 def test_the_task_scene_carries_its_fit_warnings(

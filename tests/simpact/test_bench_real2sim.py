@@ -348,6 +348,7 @@ def _bench_result(out: Path, residual_mm: float, verdict: str) -> dict[str, obje
                 "depth_residual_mm": residual_mm,
                 "table_nearby_residual_mm": 1.7,
                 "verdict": verdict,
+                "settle_shifted": verdict != "good",
             },
             "object_0": {"found": True, "iou": 0.7, "depth_residual_mm": 3.0, "verdict": "check"},
         },
@@ -371,6 +372,7 @@ def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> Non
     assert "| verdicts good / check / poor | 0 / 2 / 0 of 2 -> 1 / 1 / 0 of 2 |" in report
     assert "| real_iou_min | 0.85 | **no** |" in report
     assert "| real scenes that settle clean | 0 of 1 -> 1 of 1 |" in report
+    assert "(settling moves them > 1 cm or turns them > 10°) | 1 of 1 -> 0 of 1 |" in report
     assert "![rgbd/posecnn/000002-color.png](real/posecnn_000002-color/overlay.png)" in report
     alone = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
     assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | 1.70 | good |" in alone

@@ -58,6 +58,29 @@ def test_a_box_placed_past_the_table_edge_falls_and_the_scene_is_not_clean():
     assert settle_check(RESTING).fallen == []
 
 
+LEANING = Scene(  # a 20 cm pole placed leaning 25° on its edge (a real2sim fit off by a tilt): it topples
+    (
+        SceneObject(
+            "pole",
+            "box",
+            (0.02, 0.02, 0.2),
+            (0.5, 0.0, 0.01 * np.sin(np.radians(25)) + 0.1 * np.cos(np.radians(25))),
+            (float(np.cos(np.radians(12.5))), float(np.sin(np.radians(12.5))), 0.0, 0.0),
+            mass=0.1,
+        ),
+        SceneObject("box", "box", (0.05, 0.05, 0.05), (0.3, 0.2, 0.025), mass=0.2),
+    )
+)
+
+
+def test_an_object_that_topples_did_not_rest_where_it_was_placed():
+    report = settle_check(LEANING)
+    assert report.shifted == ["pole"] and report.fallen == []  # the box beside it rests
+    assert report.motion["pole"].rotation > np.radians(45)
+    assert report.to_dict()["shifted"] == ["pole"]
+    assert settle_check(RESTING).shifted == []
+
+
 def test_placed_state_is_the_world_before_its_settling():
     world = make_world(OVERLAPPING)
     mj = mujoco_access(world)
