@@ -93,6 +93,8 @@ def cmd_real2sim(args: argparse.Namespace) -> None:
     out = Path(args.out)
     found = ", ".join(f"{o['name']} ({o['kind']})" for o in result.objects)
     settle = "not run" if result.settle is None else ("clean" if result.settle.clean else "NOT clean")
+    if result.settle is not None and result.settle.shifted:  # see the warning: not where the photo shows it
+        settle += f" but {', '.join(result.settle.shifted)} did not rest where fitted"
     for warning in result.warnings:
         print(f"simpact real2sim: warning: {warning}")
     fit = result.fit.get("objects", {})

@@ -351,8 +351,7 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
         assert g.world_vertices()[:, 2].min() == pytest.approx(0.0, abs=1e-6), name
         assert abs(result.placement[name]["lift_m"]) < 0.02, name  # perception already had it on the table
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()
-    for name, motion in result.settle.motion.items():
-        assert motion.displacement < 0.01, name
+    assert result.settle.shifted == [] and not any("does not rest" in w for w in result.warnings)
     for picture in ("masks.png", "meshes.png", "scene_vs_photo.png", "overlay.png"):
         assert (tmp_path / picture).is_file()
     # The photo's own camera comes from the table fit: the reconstructed scene explains the measured depth.
@@ -365,6 +364,29 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
         assert seg.silhouette is not None and not np.array_equal(seg.silhouette, seg.mask)
         assert report["fit"]["objects"][name]["mask_px"] == int((seg.silhouette & ~occluded).sum())
     assert set(report["matches"]) == set(result.geometries) and report["not_found"] == []
+
+
+def test_an_object_that_tips_over_in_the_settle_run_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """UOIS 0008: the marker standing before the orange mug is fitted as a height field whose tall columns
+    stand at its footprint's edge; left alone in simulation it tips over. The command says which object does
+    not rest where it was fitted, and its fit score carries the motion the planner passes on."""
+    from real2sim.datasets import SharedDataMissing, shared_data_dir
+
+    try:
+        path = shared_data_dir("rgbd", "uois", "image_0008.npy")
+    except SharedDataMissing as exc:
+        pytest.skip(f"real frames absent: {exc}")
+    assert main(["real2sim", str(path), "--no-render", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((tmp_path / "out" / "result.json").read_text())
+    shifted = report["settle"]["shifted"]
+    assert shifted, report["settle"]["motion"]  # the marker; once its fit stands, take another frame
+    for name in shifted:
+        assert f"'{name}' does not rest where it was fitted" in printed
+        assert report["fit"]["objects"][name]["shifted_in_settle"]["turned_deg"] > 10
+    assert f"but {', '.join(shifted)} did not rest where fitted" in printed.splitlines()[-1]
 
 
 def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
