@@ -21,6 +21,7 @@ import numpy as np
 import trimesh
 
 from real2sim.refine import FREE_M, cast_at, pixel_cost, pixels_around
+from real2sim.stability import stands
 from real2sim.types import ObjectGeometry
 from simpact.core.frame import Frame
 
@@ -89,7 +90,8 @@ def best_by_outline(
 ) -> ObjectGeometry:
     """Of ``g`` and its ``variants``, the one whose outline matches ``silhouette`` (the object's outline in
     the photo) best, a variant only when that raises the IoU by :data:`MIN_GAIN` or more at no more than
-    :data:`MAX_WORSE` more depth cost over ``mask`` (its depth region) than ``g``'s."""
+    :data:`MAX_WORSE` more depth cost over ``mask`` (its depth region) than ``g``'s, and when it would stand
+    (:func:`real2sim.stability.stands`: the photographed object was at rest)."""
     depth_px = pixels_around(frame, T_world_cam, mask)
     outline_px = pixels_around(frame, T_world_cam, silhouette)
     if depth_px is None or outline_px is None:
@@ -98,7 +100,7 @@ def best_by_outline(
     best, best_iou = g, _outline_iou(g, outline_px) + MIN_GAIN
     for variant in variants:
         iou = _outline_iou(variant, outline_px)
-        if iou > best_iou and _depth_cost(variant, depth_px) <= worst_cost:
+        if iou > best_iou and _depth_cost(variant, depth_px) <= worst_cost and stands(variant):
             best, best_iou = variant, iou
     return best
 

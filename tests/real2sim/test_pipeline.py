@@ -366,12 +366,13 @@ def test_a_real_frame_becomes_a_scene_that_rests_on_the_table(tmp_path: Path) ->
     assert set(report["matches"]) == set(result.geometries) and report["not_found"] == []
 
 
-def test_an_object_that_tips_over_in_the_settle_run_is_reported(
+def test_every_object_of_a_cluttered_real_frame_rests_where_it_was_fitted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """UOIS 0008: the marker standing before the orange mug is fitted as a height field whose tall columns
-    stand at its footprint's edge; left alone in simulation it tips over. The command says which object does
-    not rest where it was fitted, and its fit score carries the motion the planner passes on."""
+    """UOIS 0008, ten objects: the marker standing before the orange mug was drawn as a height field whose
+    columns' feet the silhouette's cone had cut away, and tipped over as soon as the simulation started (8.3
+    cm, 100°), unreported; a shape must stand to be chosen now (:mod:`real2sim.stability`). The command
+    reports any object the settle run moves (:func:`test_the_command_names_the_objects_that_did_not_rest`)."""
     from real2sim.datasets import SharedDataMissing, shared_data_dir
 
     try:
@@ -381,12 +382,37 @@ def test_an_object_that_tips_over_in_the_settle_run_is_reported(
     assert main(["real2sim", str(path), "--no-render", "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
     report = json.loads((tmp_path / "out" / "result.json").read_text())
-    shifted = report["settle"]["shifted"]
-    assert shifted, report["settle"]["motion"]  # the marker; once its fit stands, take another frame
-    for name in shifted:
-        assert f"'{name}' does not rest where it was fitted" in printed
-        assert report["fit"]["objects"][name]["shifted_in_settle"]["turned_deg"] > 10
-    assert f"but {', '.join(shifted)} did not rest where fitted" in printed.splitlines()[-1]
+    assert len(report["settle"]["motion"]) == 10 and report["settle"]["shifted"] == []
+    assert all(m["displacement"] < 0.005 for m in report["settle"]["motion"].values()), report["settle"]
+    assert "does not rest" not in printed and "did not rest" not in printed
+
+
+def test_the_command_names_the_objects_that_did_not_rest(
+    rendered: tuple[Frame, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Whatever makes an object move in the settle run, the summary line says so beside "settle clean"."""
+    import simpact.cli.real2sim as command
+    from real2sim.pipeline import _note_shifted
+    from simpact.guard.settle import ObjectMotion, SettleReport
+
+    toppled = ObjectMotion(0.083, np.radians(100.0), 1.4, (0.5, 0.0, 0.05), (0.55, 0.06, 0.01))
+    result = types.SimpleNamespace(
+        objects=[{"name": "marker", "kind": "rigid"}],
+        settle=SettleReport(1.0, 500, [], [], {"marker": toppled}),
+        fit={"objects": {"marker": {"iou": 0.96, "verdict": "good"}}},
+        warnings=[],
+        timings_s={"total": 1.0},
+    )
+    _note_shifted(result)  # type: ignore[arg-type]
+    monkeypatch.setattr(command, "run_real2sim", lambda *a, **k: result)
+    bundle = write_frame_bundle(rendered[0], tmp_path / "frame")
+    assert main(["real2sim", str(bundle), "--no-render", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("simpact real2sim: warning: 'marker' does not rest where it was fitted")
+    assert "settle clean but marker did not rest where fitted" in printed[-1]
 
 
 def test_plan_frame_keeps_the_task_shapes_with_measured_sizes() -> None:
