@@ -23,9 +23,19 @@ from scipy import ndimage
 
 from real2sim.carve import carve
 from real2sim.prisms import with_solid
+from real2sim.stability import stands
 from real2sim.types import ObjectGeometry
 
-__all__ = ["BRIDGE_M", "CELL_M", "LEVEL_M", "MIN_CELLS", "MIN_HEIGHT_M", "add_heightfield", "height_field"]
+__all__ = [
+    "BRIDGE_M",
+    "CELL_M",
+    "FEET_M",
+    "LEVEL_M",
+    "MIN_CELLS",
+    "MIN_HEIGHT_M",
+    "add_heightfield",
+    "height_field",
+]
 
 CELL_M = 0.004
 """Side (m) of a top-view cell: a column's width."""
@@ -38,6 +48,10 @@ LEVEL_M = 0.002
 """Column heights are rounded to a multiple of this (m): one extruded outline per level."""
 MIN_CELLS = 20
 """Fewest covered cells for a height field: smaller objects keep their shape."""
+FEET_M = 0.008
+"""A cut height field that cannot stand gets its columns back up to this height (m) under its own top view:
+the lowest 8 mm of an object are in no region the segmenter finds (:func:`real2sim.regions.find_clusters`'
+``min_height_m``), so its silhouette's cone can cut the feet away."""
 
 
 def height_field(points: np.ndarray, cell_m: float = CELL_M) -> tuple[np.ndarray, np.ndarray] | None:
@@ -93,12 +107,18 @@ def add_heightfield(
     """``g`` drawn as its points' :func:`height_field`, its columns' union meshed in its own frame (pose
     kept, the mesh centred on its bounding box), or None when its points give no height field. With
     ``carve_to`` (the object's silhouette (H, W), the camera's K and T_world_cam), the columns are cut to the
-    silhouette's cone (:func:`real2sim.carve.carve`)."""
+    silhouette's cone (:func:`real2sim.carve.carve`); when that leaves them unable to stand
+    (:func:`real2sim.stability.stands`), they get back their feet up to :data:`FEET_M` under their own top
+    view (UOIS 0008's standing marker: it tipped over in simulation)."""
     field = height_field(np.asarray(g.points_world, dtype=np.float64), cell_m)
     if field is None:
         return None
     heights, corner = field
     solid = _columns(heights, corner, cell_m)
-    if carve_to is not None:
-        solid = carve(solid, *carve_to)
-    return with_solid(g, solid, heightfield_cell_m=cell_m)
+    if carve_to is None:
+        return with_solid(g, solid, heightfield_cell_m=cell_m)
+    carved = carve(solid, *carve_to)
+    shape = with_solid(g, carved, heightfield_cell_m=cell_m)
+    if shape is None or stands(shape):
+        return shape
+    return with_solid(g, carved + (solid ^ carved.project().extrude(FEET_M)), heightfield_cell_m=cell_m)

@@ -109,3 +109,34 @@ def test_a_pair_of_scissors_on_a_real_frame_is_drawn_as_the_photo_shows_it() -> 
     scores, _ = score_geometries({"s": g}, {"s": seg.seen}, frame.depth, table.T_world_cam, frame.K, table)
     fit = scores["objects"]["s"]
     assert fit["iou"] >= 0.85 and fit["depth_residual_m"] <= 0.005, fit
+
+
+def test_a_cut_height_field_that_lost_its_feet_gets_them_back() -> None:
+    """A 3 x 3 cm column 10 cm tall whose silhouette misses its lowest 1.5 cm (the segmenter's regions never
+    hold an object's lowest 8 mm; smoothed depth loses more): cut to that silhouette, the column loses the
+    feet of its front half and would tip over (UOIS 0008's standing marker did, in simulation). It gets them
+    back up to ``FEET_M`` under its own top view, and stands; the cut stays above them."""
+    from real2sim.heightfield import FEET_M, _columns, height_field
+    from real2sim.prisms import with_solid
+    from real2sim.stability import stands
+
+    column = trimesh.creation.box((0.03, 0.03, 0.1))
+    column.apply_translation((0.0, 0.0, 0.05))
+    _, mask, points = seen_on_table(column, T_WORLD_CAM, K, H, W)
+    g = ObjectGeometry(
+        "object_0", column, np.array([0, 0, 0.05]), np.eye(4)[0], column.extents, points, "mirror"
+    )
+    feet = seen_on_table(
+        trimesh.creation.box((0.03, 0.03, 0.015)).apply_translation((0, 0, 0.0075)), T_WORLD_CAM, K, H, W
+    )[1]
+    silhouette = mask & ~feet
+    field = height_field(points)
+    assert field is not None
+    whole = _columns(*field, 0.004)
+    bare = with_solid(g, carve(whole, silhouette, K, T_WORLD_CAM))
+    assert bare is not None and not stands(bare)  # the premise: cut so, it would tip over
+    shod = add_heightfield(g, carve_to=(silhouette, K, T_WORLD_CAM))
+    assert shod is not None and stands(shod)
+    low = shod.world_vertices()[:, 2] <= FEET_M + 1e-6
+    assert np.ptp(shod.world_vertices()[low, :2], axis=0).min() > 0.025  # feet under its whole top view
+    assert bare.mesh.volume < shod.mesh.volume < whole.volume() - 1e-6  # feet added, the cut above kept
