@@ -179,10 +179,12 @@ def cmd_settle(args: argparse.Namespace) -> dict[str, Any]:
     path = _write(args.out, result)
     moved = max((m.displacement for m in report.motion.values()), default=0.0)
     fallen = f", fell off the table: {', '.join(report.fallen)}" if report.fallen else ""
+    shifted = [n for n in report.shifted if n not in report.fallen]
+    restless = f", did not rest where placed: {', '.join(shifted)}" if shifted else ""
     print(
         f"audit settle: {'clean' if report.clean else 'NOT clean'}, {len(report.artifacts)} artifacts, "
         f"deepest overlap {1000 * report.max_overlap:.1f} mm, largest move {1000 * moved:.1f} mm "
-        f"in {report.seconds:g} s{fallen} -> {path}"
+        f"in {report.seconds:g} s{fallen}{restless} -> {path}"
     )
     return result
 

@@ -57,6 +57,8 @@ def test_audit_settle_on_a_scene_file(tmp_path, capsys):
     saved = json.loads((tmp_path / "settle" / "result.json").read_text())
     assert saved == json.loads(json.dumps(out)) and not saved["clean"] and saved["artifacts"] == 1
     assert saved["overlaps"][0]["bodies"] == ["crate", "lid"]
-    assert capsys.readouterr().out.startswith("audit settle: NOT clean, 1 artifacts, deepest overlap 70.0 mm")
+    printed = capsys.readouterr().out
+    assert printed.startswith("audit settle: NOT clean, 1 artifacts, deepest overlap 70.0 mm")
+    assert saved["shifted"] == ["lid"] and ", did not rest where placed: lid ->" in printed  # thrown out
     with pytest.raises(AuditError, match="exactly one of --scene"):
         run("settle", "--out", str(tmp_path / "x"))
