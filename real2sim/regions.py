@@ -14,6 +14,7 @@ import dataclasses
 import numpy as np
 
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
+from real2sim.handover import Borrowed, borrowed_pieces, owner_index
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
 from real2sim.occluded import join_across_occluders
 from real2sim.outline import outline_kind
@@ -157,7 +158,9 @@ def find_clusters(
     )
     regions = _standing_regions(px, check, creases, colour_cuts, min_pixels)
     kept, insides = _resting(regions, px.z, min_support, px.focal_px)
-    kept, stacked = _one_region_per_object(px, kept, insides, min_pixels, colour_split, jump_m, touch_m)
+    kept, stacked, borrowed = _one_region_per_object(
+        px, kept, insides, min_pixels, colour_split, jump_m, touch_m
+    )
     kept = [(m, top) for m, top in kept if not check.is_halo(m, kept)]  # the split leaves halos apart
     if fill_holes and kept:
         kept = _holes_filled(px, kept)
@@ -166,6 +169,7 @@ def find_clusters(
         snapped = snap_to_colour([c.mask for c in clusters], frame.rgb, px.z, px.candidate, jump_m=jump_m)
         for c, s in zip(clusters, snapped):
             c.silhouette = s
+    _give_back(clusters, borrowed)
     if fill_holes and clusters:
         _take_round_floors(px, clusters, check.table_lab, min_height_m, min_pixels)
     clusters.sort(key=lambda c: -c.size_m3)
@@ -263,28 +267,40 @@ def _one_region_per_object(
     colour_split: bool,
     jump_m: float,
     touch_m: float,
-) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]]]:
+) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]], list[Borrowed]]:
     """The resting regions ``kept`` ((mask, top (m)) each) joined where one object shows as several and split
-    where one region holds several (see :func:`find_clusters`), and the objects found lying on another or
-    standing in a vessel with the height (m above the table) they rest at."""
+    where one region holds several (see :func:`find_clusters`), the objects found lying on another or
+    standing in a vessel with the height (m above the table) they rest at, and the pieces of one object a
+    neighbour's region holds (:func:`real2sim.handover.borrowed_pieces`)."""
     pts, valid, height, T, lab = px.pts, px.valid, px.height, px.T, px.lab
     kept = join_insides(insides, kept, pts, valid, px.table, lab)
     kept = merge_nested(kept, pts, px.table)
     kept = [part for m, _ in kept for part in split_at_height_step(m, pts, height, T, min_pixels)]
     kept = [part for m, _ in kept for part in split_at_saddle(m, pts, height, T, min_pixels)]
-    stacked: list[tuple[np.ndarray, float]] = []
+    ctx = None
     if colour_split:
         up = px.table.normal_cam
         ctx = make_context(
             px.frame.rgb, pts, valid, height, px.crease, px.focal_px, up, jump_m=jump_m, touch_m=touch_m
         )
         kept = split_regions(kept, ctx)
-        stacked = ctx.stacked
+    stacked = [] if ctx is None else ctx.stacked
     kept = _split_vessels(kept, pts, height, T, min_pixels, stacked)  # after the split: a vessel alone
     kept = merge_appendages(kept, pts, valid, px.frame.rgb)  # after the split: a handle matches its mug alone
     kept = merge_into_round(kept, pts, valid, px.table, lab)  # last: the gap split parts a vessel's wall too
     kept = join_across_occluders(kept, pts, valid, px.z, px.table, lab)  # a brush the fingers cut in two
-    return kept, stacked
+    borrowed = [] if ctx is None else borrowed_pieces(kept, ctx)  # last: on the regions as they are fitted
+    return kept, stacked, borrowed
+
+
+def _give_back(clusters: list[Cluster], borrowed: list[Borrowed]) -> None:
+    """Adds each borrowed piece to its owner's silhouette and takes it out of every other cluster's."""
+    for piece, owner_mask in borrowed:
+        k = owner_index(owner_mask, [c.mask for c in clusters])
+        if k is None:
+            continue
+        for i, c in enumerate(clusters):
+            c.silhouette = (c.seen | piece) if i == k else (c.seen & ~piece)
 
 
 def _holes_filled(px: _FramePixels, kept: list[tuple[np.ndarray, float]]) -> list[tuple[np.ndarray, float]]:
