@@ -130,9 +130,11 @@ def find_clusters(
     (:func:`real2sim.holes.fill_depth_holes`) and the holes it encloses that are not table
     (:func:`real2sim.holes.fill_enclosed`). With ``snap``, each region's outline moved to the photo's colour
     edges within a few pixels is its ``silhouette`` (:func:`real2sim.silhouette.snap_to_colour`); its
-    ``mask`` stays what the depth found. With ``fill_holes``, a round region's silhouette also takes the
-    pixels of its colour seen at the table's height within its rim (:func:`real2sim.holes.round_floors`: a
-    bowl's floor, whose points would make its foot as wide as its floor if fitted).
+    ``mask`` stays what the depth found. A piece of one object that a nearer one's region holds (seen over
+    its rim) moves to the silhouette of the neighbour it belongs to
+    (:func:`real2sim.handover.borrowed_pieces`). With ``fill_holes``, a round region's silhouette also takes
+    the pixels of its colour seen at the table's height within its rim (:func:`real2sim.holes.round_floors`:
+    a bowl's floor, whose points would make its foot as wide as its floor if fitted).
     """
     px = _frame_pixels(frame, table, min_height_m, jump_m)
     top_is_up = faces_image_up(table.normal_cam)  # not a camera looking straight down
