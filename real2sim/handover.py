@@ -76,7 +76,7 @@ def borrowed_pieces(
     pixels = _Pixels(ctx.lab * np.array([0.5, 1.0, 1.0]), ctx.valid, ctx.height, ctx.z)
     rule = _Rule(max_colour, min_behind_m, min_pixels, ctx.touch_m)
     masks = [m for m, _ in regions]
-    for i, j in ((i, j) for i in range(len(masks)) for j in range(len(masks)) if i != j):
+    for i, j in ((i, j) for i in range(len(masks)) for j in range(len(masks)) if i != j and masks[i].any()):
         box = _around(masks[i], BAND_PX + touch_px)
         own, owner = masks[i][box], masks[j][box]
         near_owner = cv2.dilate(owner.astype(np.uint8), touch) > 0
@@ -98,10 +98,8 @@ def owner_index(owner_mask: np.ndarray, masks: list[np.ndarray]) -> int | None:
 
 
 def _around(mask: np.ndarray, pad_px: int) -> tuple[slice, slice]:
-    """The bounding box of ``mask`` grown by ``pad_px`` on each side, within the image."""
+    """The bounding box of ``mask`` (not empty) grown by ``pad_px`` on each side, within the image."""
     rows, cols = np.nonzero(mask)
-    if not len(rows):
-        return slice(0, 0), slice(0, 0)
     h, w = mask.shape
     return (
         slice(max(rows.min() - pad_px, 0), min(rows.max() + pad_px + 1, h)),

@@ -67,6 +67,13 @@ def test_a_band_that_is_not_the_neighbour_s_stays(change: dict[str, object]) -> 
     assert borrowed_pieces(regions, ctx) == []
 
 
+def test_an_empty_region_borrows_nothing_and_lends_nothing() -> None:
+    regions, band, ctx = _mug_and_bottle()
+    empty = np.zeros_like(band)
+    borrowed = borrowed_pieces([(empty, 0.0), *regions], ctx)
+    assert len(borrowed) == 1 and (borrowed[0][0] & band).any()
+
+
 def test_the_owner_is_the_mask_that_holds_most_of_it_now() -> None:
     owner = np.zeros((4, 4), bool)
     owner[:2] = True
