@@ -20,7 +20,7 @@ from real2sim.split_context import SplitContext
 __all__ = ["Borrowed", "borrowed_pieces", "owner_index"]
 
 Borrowed = tuple[np.ndarray, np.ndarray]
-"""A piece given back ((H, W) bool) and its owner's mask when it was ((H, W) bool)."""
+"""A borrowed piece ((H, W) bool) and its owner's mask as it was when the piece was found ((H, W) bool)."""
 
 #: Width (px) of the band on each side of a border whose colours stand for the two regions there.
 BAND_PX = 10
