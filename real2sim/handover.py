@@ -76,8 +76,11 @@ def borrowed_pieces(
     pixels = _Pixels(ctx.lab * np.array([0.5, 1.0, 1.0]), ctx.valid, ctx.height, ctx.z)
     rule = _Rule(max_colour, min_behind_m, min_pixels, ctx.touch_m)
     masks = [m for m, _ in regions]
-    for i, j in ((i, j) for i in range(len(masks)) for j in range(len(masks)) if i != j and masks[i].any()):
-        box = _around(masks[i], BAND_PX + touch_px)
+    boxes = [_around(m, BAND_PX + touch_px) if m.any() else None for m in masks]
+    for i, j in ((i, j) for i in range(len(masks)) for j in range(len(masks)) if i != j):
+        box = boxes[i]
+        if box is None:
+            continue
         own, owner = masks[i][box], masks[j][box]
         near_owner = cv2.dilate(owner.astype(np.uint8), touch) > 0
         if not (near_owner & own).any():
