@@ -16,6 +16,7 @@ import numpy as np
 from real2sim.clutter import colour_edges, concave_creases, merge_appendages, regrow
 from real2sim.handover import Borrowed, borrowed_pieces, owner_index
 from real2sim.holes import fill_depth_holes, fill_enclosed, round_floors
+from real2sim.lids import join_lids
 from real2sim.occluded import join_across_occluders
 from real2sim.outline import outline_kind
 from real2sim.plateaus import (
@@ -159,7 +160,8 @@ def find_clusters(
         table_lab=np.median(px.lab[table.inliers], axis=0) if table.inliers.any() else np.full(3, np.nan),
     )
     regions = _standing_regions(px, check, creases, colour_cuts, min_pixels)
-    kept, insides = _resting(regions, px.z, min_support, px.focal_px)
+    kept, insides, floating = _resting(regions, px.z, min_support, px.focal_px)
+    kept = join_lids(floating, kept, px.z, px.height, px.focal_px)
     kept, stacked, borrowed = _one_region_per_object(
         px, kept, insides, min_pixels, colour_split, jump_m, touch_m
     )
@@ -440,14 +442,16 @@ two objects is none."""
 
 def _resting(
     regions: list[tuple[np.ndarray, float, float]], z: np.ndarray, min_support: float, focal_px: float
-) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]]]:
+) -> tuple[list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]], list[tuple[np.ndarray, float]]]:
     """``(mask, top)`` of the regions resting on the table: ``min_support`` of their lower silhouette on it,
     or their bottom hidden behind such a region nearer the camera (depth ``z``, m) within
     :data:`HIDDEN_GAP_PX` rows under it and :data:`HIDDEN_MIN_AREA_M2` large (``focal_px``: the camera's
-    focal length, px); and those whose bottom is so hidden but that are smaller (a sliver between two
-    objects, or a vessel's inside seen over its near rim: :func:`real2sim.plateaus.join_insides`)."""
+    focal length, px); those whose bottom is so hidden but that are smaller (a sliver between two
+    objects, or a vessel's inside seen over its near rim: :func:`real2sim.plateaus.join_insides`); and the
+    others, floating (a can's lid cut off by its rim's missing depth: :func:`real2sim.lids.join_lids`)."""
     kept = [(m, top) for m, top, support in regions if support >= min_support]
     small: list[tuple[np.ndarray, float]] = []
+    floating: list[tuple[np.ndarray, float]] = []
     near = np.zeros(z.shape, bool)
     for m, _ in kept:
         near |= m
@@ -464,7 +468,9 @@ def _resting(
         large = m.sum() * (z_own / focal_px) ** 2 >= HIDDEN_MIN_AREA_M2
         if below.any() and np.median(z[below]) < z_own - 0.01:
             (kept if large else small).append((m, top))
-    return kept, small
+        else:
+            floating.append((m, top))
+    return kept, small, floating
 
 
 def _cluster(

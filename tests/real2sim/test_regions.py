@@ -311,12 +311,12 @@ def test_a_sliver_seen_above_a_nearer_object_is_no_object() -> None:
     sliver = np.zeros_like(front)
     sliver[108:116, 62:77] = True
     regions = [(front, 0.1, 0.9), (behind_big, 0.15, 0.0), (sliver, 0.12, 0.0)]
-    kept, small = _resting(regions, z, 0.15, focal_px=600.0)
+    kept, small, _ = _resting(regions, z, 0.15, focal_px=600.0)
     assert [m is front or m is behind_big for m, _ in kept] == [True, True]
     assert [m is sliver for m, _ in small] == [True]  # left to join_insides, which finds no round whole
     far = np.zeros_like(front)
     far[60:110, 70:130] = True  # 10 rows above it: no longer seen to be hidden by it
-    kept, small = _resting([(front, 0.1, 0.9), (far, 0.15, 0.0)], z, 0.15, focal_px=600.0)
+    kept, small, _ = _resting([(front, 0.1, 0.9), (far, 0.15, 0.0)], z, 0.15, focal_px=600.0)
     assert len(kept) == 1 and not small
 
 
