@@ -37,7 +37,6 @@ __all__ = [
     "REACH_M",
     "fill_depth_holes",
     "fill_enclosed",
-    "reached_through",
     "rim_image",
     "round_floors",
 ]
@@ -57,22 +56,6 @@ def _local_mean(lab: np.ndarray, weight: np.ndarray, size: int) -> tuple[np.ndar
     share = cv2.blur(w, (size, size))
     total = cv2.blur(lab * w[..., None], (size, size))
     return total / np.maximum(share, 1e-6)[..., None], share
-
-
-def reached_through(start: np.ndarray, through: np.ndarray, steps: int) -> np.ndarray:
-    """The pixels of ``through`` (bool) that ``start`` (bool) reaches in at most ``steps`` 8-connected steps
-    over pixels of ``through``."""
-    import cv2
-
-    grown = start.astype(np.uint8)
-    allowed = (start | through).astype(np.uint8)
-    kernel = np.ones((3, 3), np.uint8)
-    for _ in range(max(steps, 0)):
-        nxt = cv2.dilate(grown, kernel) & allowed
-        if np.array_equal(nxt, grown):
-            break
-        grown = nxt
-    return (grown > 0) & through
 
 
 def fill_depth_holes(
@@ -111,7 +94,16 @@ def fill_depth_holes(
         c0, c1 = max(cols.min() - reach, 0), min(cols.max() + reach + 1, w)
         box = (slice(r0, r1), slice(c0, c1))
         free = hole[box] & ~taken[box]
-        reached = reached_through(mask[box], free, reach)
+        # Pixels without depth reachable from the mask through pixels without depth, ``reach`` steps at most.
+        grown = mask[box].astype(np.uint8)
+        allowed = (free | mask[box]).astype(np.uint8)
+        kernel = np.ones((3, 3), np.uint8)
+        for _ in range(reach):
+            nxt = cv2.dilate(grown, kernel) & allowed
+            if np.array_equal(nxt, grown):
+                break
+            grown = nxt
+        reached = (grown > 0) & free
         if not reached.any():
             continue
         size = 2 * reach + 1

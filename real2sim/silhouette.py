@@ -5,9 +5,7 @@ it: depth and colour are not registered exactly, the depth along a silhouette mi
 and a grazing side or rim has none. :func:`snap_to_colour` lets a graph cut over the colours (GrabCut:
 colour models of object and background, an edge-aware smoothness term) move each region's outline within a
 thin band around it: the region's interior (``core_px`` in) stays the object, pixels more than ``band_px``
-out and every other region's pixels stay background, and the band between is decided by colour. Through
-pixels without depth the band reaches ``unmeasured_band_px``: a can's rim or the side it turns away from
-the camera can lie further out than the band, with nothing measured on it. A pixel the
+out and every other region's pixels stay background, and the band between is decided by colour. A pixel the
 cut adds whose measured depth disagrees with the region there (more than ``jump_m`` at 1 m range, or on the
 table) is mixed depth and stays out; pixels without depth join by colour alone. A region too small or thin
 to have an interior (:data:`MIN_CORE_SHARE`), or whose cut would give up more than ``1 - keep_min`` of what
@@ -26,16 +24,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from real2sim.holes import reached_through
-
-__all__ = ["BAND_PX", "CORE_PX", "MIN_CORE_SHARE", "UNMEASURED_BAND_PX", "snap_to_colour"]
+__all__ = ["BAND_PX", "CORE_PX", "MIN_CORE_SHARE", "snap_to_colour"]
 
 CORE_PX = 3
 """Pixels of a region's outline the cut may take back (its interior beyond them stays the object)."""
 BAND_PX = 8
 """Pixels beyond a region's outline the cut may add."""
-UNMEASURED_BAND_PX = 24
-"""Pixels beyond a region's outline the cut may add through pixels without depth."""
 MIN_CORE_SHARE = 0.5
 """A region whose interior (``CORE_PX`` in) holds less of its pixels (a bean, a rope) is left as it is: its
 colours are mostly outline, where a few pixels of a neighbour of its colour sway the cut."""
@@ -47,29 +41,16 @@ def _disk(radius: int) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
 
 
-def _band(
-    seed: np.ndarray, unmeasured: np.ndarray, others: np.ndarray, band_px: int, unmeasured_px: int
-) -> np.ndarray:
-    """The pixels (bool) within ``band_px`` of ``seed``, and those without depth (``unmeasured``) within
-    ``unmeasured_px`` of it through pixels without depth that no region of ``others`` holds."""
+def _grabcut(bgr: np.ndarray, seed: np.ndarray, others: np.ndarray, core_px: int, band_px: int) -> np.ndarray:
+    """GrabCut's foreground (bool) in a crop, from the region ``seed`` and the ``others`` (bool) it may not
+    take; ``bgr`` is the crop's colour image (uint8, OpenCV's channel order)."""
     import cv2
 
-    near = cv2.dilate(seed.astype(np.uint8), _disk(band_px)) > 0
-    return near | reached_through(near, unmeasured & ~others, unmeasured_px - band_px)
-
-
-def _grabcut(
-    bgr: np.ndarray, seed: np.ndarray, others: np.ndarray, band: np.ndarray, core_px: int
-) -> np.ndarray:
-    """GrabCut's foreground (bool) in a crop, from the region ``seed``, the ``band`` (bool) around it that
-    the colours decide and the ``others`` (bool) it may not take; ``bgr`` is the crop's colour image (uint8,
-    OpenCV's channel order)."""
-    import cv2
-
+    seed8 = seed.astype(np.uint8)
     labels = np.full(seed.shape, cv2.GC_BGD, np.uint8)
-    labels[band] = cv2.GC_PR_BGD
+    labels[cv2.dilate(seed8, _disk(band_px)) > 0] = cv2.GC_PR_BGD
     labels[seed] = cv2.GC_PR_FGD
-    labels[cv2.erode(seed.astype(np.uint8), _disk(core_px)) > 0] = cv2.GC_FGD
+    labels[cv2.erode(seed8, _disk(core_px)) > 0] = cv2.GC_FGD
     labels[others] = cv2.GC_BGD
     cv2.setRNGSeed(0)  # GrabCut seeds its colour models with k-means: the same cut in every run
     cv2.grabCut(bgr, labels, (0, 0, 0, 0), np.zeros((1, 65)), np.zeros((1, 65)), 3, cv2.GC_INIT_WITH_MASK)
@@ -98,20 +79,18 @@ def snap_to_colour(
     *,
     core_px: int = CORE_PX,
     band_px: int = BAND_PX,
-    unmeasured_band_px: int = UNMEASURED_BAND_PX,
     jump_m: float = 0.015,
     keep_min: float = 0.85,
 ) -> list[np.ndarray]:
     """The ``masks`` ((H, W) bool each) with their outlines moved to the colour edges of ``rgb`` (H, W, 3
     uint8), one at a time in order, none taking another's pixels. ``depth`` (H, W) m (0: none measured);
     ``may_join`` (H, W) bool: measured pixels standing above the table, the only measured ones a mask may
-    gain. See the module docstring for ``core_px``, ``band_px``, ``unmeasured_band_px``, ``jump_m`` and
-    ``keep_min``."""
+    gain. See the module docstring for ``core_px``, ``band_px``, ``jump_m`` and ``keep_min``."""
     out = [np.asarray(m, bool).copy() for m in masks]
     h, w = depth.shape
     bgr = np.ascontiguousarray(np.asarray(rgb, np.uint8)[..., ::-1])
     depth = np.asarray(depth, np.float32)
-    pad = max(2 * band_px, unmeasured_band_px + band_px)  # the band and a ring of background beyond it
+    pad = 2 * band_px
     for i, seed in enumerate(out):
         rows, cols = np.nonzero(seed)
         if len(rows) == 0:
@@ -126,8 +105,7 @@ def snap_to_colour(
         s = seed[crop]
         if _core_share(s, core_px) < MIN_CORE_SHARE:  # small or thin: too little interior to trust
             continue
-        band = _band(s, depth[crop] <= 0, others, band_px, unmeasured_band_px)
-        cut = _grabcut(bgr[crop], s, others, band, core_px)
+        cut = _grabcut(bgr[crop], s, others, core_px, band_px)
         cut &= s | _depth_agrees(s, depth[crop], may_join[crop], jump_m, 2 * band_px + 1)
         if (cut & s).sum() < keep_min * s.sum():  # the colours disagree with too much of what depth found
             continue
