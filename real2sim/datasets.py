@@ -51,7 +51,8 @@ SHARED_DATA_ENV = "SIMPACT_SHARED_DATA"
 #: length 5 % lower lengthens the standing heights (the soup can's top 9.35 -> 9.75 cm, the cracker box's
 #: 15.5 -> 15.9) but widens the footprints across the view by 5 % and leaves the cracker box's front face
 #: less square to the table (85.8° against 88.0°). Where the heights fall short is the tops of the cans (9.4
-#: cm measured for a 10.1 cm can): likely the lid seen inside its rim, the thin rim lost at the silhouette.
+#: cm measured for a 10.1 cm can): on 000001 the lid, seen inside its rim, was cut off by the rim's missing
+#: depth and dropped (:mod:`real2sim.lids` gives it back: 9.26 -> 9.46 cm fitted).
 POSECNN_K = np.array([[1066.778, 0.0, 312.9869], [0.0, 1067.487, 241.3109], [0.0, 0.0, 1.0]])
 #: PoseCNN depth PNG unit: 1/10000 m.
 POSECNN_DEPTH_SCALE = 1e-4
