@@ -4,13 +4,15 @@ A depth camera measures little on a metal rim seen edge on: the lid of a standin
 reads as an island of depth cut from the can's side by a band without depth. The island does not rest on
 the table (nothing under it but that band), so it is dropped as floating, and the can's region stops at its
 front rim: short by the rim's height and the lid's depth beyond it (PoseCNN 000001: a 306 px island at 10.3
-cm over a 10.1 cm soup can whose region topped out at 9.5 cm). :func:`join_lids` gives such an island to
-the region under it when, straight down the image from its lower border, only pixels without depth lie
-between the two, or pixels of no region at the island's height (at most :data:`LID_GAP_M` in all, at its
-depth), for most of its border, and its heights are that
-region's top: none more than :data:`LID_BELOW_M` under it nor :data:`LID_ABOVE_M` over it. An object
+cm over a 10.1 cm soup can whose region topped out at 9.5 cm). :func:`join_lids` gives such an island
+to the region under it when, straight down the image from most of its lower border and within
+:data:`LID_GAP_M` at its depth, only pixels of no region lie between the two, some without depth and the
+rest at the island's height, and its heights are that region's top: its 5th percentile no more than
+:data:`LID_BELOW_M` under it, its top no more than :data:`LID_ABOVE_M` over it. An object
 standing behind another, its bottom hidden by it, shows lower than the nearer object's top (the line of
-sight over that top falls with range): it is not taken.
+sight over that top falls with range): it is not taken. What it would take wrongly: the top of a second
+object of the same height standing close behind, seen across a band without depth (none in the 38 real
+frames of the bench and its held-out sets; the rule fired on PoseCNN 000001's can alone).
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ import numpy as np
 __all__ = ["LID_ABOVE_M", "LID_BELOW_M", "LID_GAP_M", "LID_MIN_BORDER", "join_lids"]
 
 LID_GAP_M = 0.015
-"""Widest band without depth (m across, at the island's depth) between an island and the region under it."""
+"""Widest gap (m, at the island's depth) between an island and the region under it, partly without depth."""
 LID_MIN_BORDER = 0.5
-"""Share of an island's lower border columns that must meet the region under it across that band."""
+"""Share of an island's lower border columns that must meet the region under it across that gap."""
 LID_BELOW_M = 0.01
 """How far (m) an island's lowest heights (5th percentile) may lie under the top of the region under it."""
 LID_ABOVE_M = 0.02
