@@ -46,11 +46,12 @@ def join_lids(
     owner = np.full(depth.shape, -1, np.int64)
     for i, (m, _) in enumerate(out):
         owner[m] = i
+    unmeasured = depth <= 0
     for island, top in floating:
         z = float(np.median(depth[island]))
         gap_px = max(1, int(round(LID_GAP_M * focal_px / max(z, 0.1))))
         low = float(np.percentile(height[island], 5))
-        under = _region_under(island, owner, depth <= 0, height, low - LID_BELOW_M, gap_px)
+        under = _region_under(island, owner, unmeasured, height, low - LID_BELOW_M, gap_px)
         if under < 0:
             continue
         host, host_top = out[under]
