@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
+from fnmatch import fnmatch
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from simpact.bench.scoring import (
     pose_errors,
 )
 from simpact.bench.sensor_noise import SensorNoise, add_sensor_noise, edge_runs
+from simpact.core.errors import UsageError
 from simpact.core.frame import Frame, FrameError
 from simpact.core.jsonio import write_json
 from simpact.tasks import list_tasks, load_task
@@ -303,6 +305,25 @@ def _expected(frame: Frame, where: str) -> int | None:
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
         raise FrameError(f"{where}: expected_objects must be a whole number of objects, got {count!r}")
     return count
+
+
+def chosen_real_frames(patterns: Sequence[str]) -> list[str]:
+    """The real frames under the shared data's ``rgbd`` folder whose path (``rgbd/uois/image_0006.npy``)
+    contains one of ``patterns`` (shell wildcards allowed: ``cleargrasp/*opaque*``). Raises
+    :class:`UsageError` when the shared data is missing or a pattern names no frame."""
+    if not patterns:
+        raise UsageError("--frames: name at least one part of a frame's path, e.g. uois/image_0006")
+    try:
+        relpaths = discover_real_frames(shared_data_dir("rgbd"))
+    except SharedDataMissing as exc:
+        raise UsageError(f"--frames: {exc}") from None
+    for pattern in patterns:
+        if not any(fnmatch(path, f"*{pattern}*") for path in relpaths):
+            example = relpaths[0] if relpaths else "none"
+            raise UsageError(
+                f"--frames {pattern!r} names none of the {len(relpaths)} real frames (named like {example})"
+            )
+    return [path for path in relpaths if any(fnmatch(path, f"*{p}*") for p in patterns)]
 
 
 def run_real2sim_bench(

@@ -146,6 +146,14 @@ def _unmeasured_spill(objects: Mapping[tuple[str, str], Mapping[str, Any]]) -> s
     return share.pop("all") + " (" + ", ".join(f"{k} {v}" for k, v in sorted(share.items())) + ")"
 
 
+def _on_frames_of(result: Mapping[str, Any], baseline: Mapping[str, Any]) -> tuple[dict[str, Any], int]:
+    """``baseline`` with only the real frames ``result`` ran (a run of some frames, or one interrupted, set
+    beside the same frames before), and how many of its real frames were left out."""
+    ran = {r.get("frame") for r in result.get("real", [])}
+    kept = [r for r in baseline.get("real", []) if r.get("frame") in ran]
+    return {**baseline, "real": kept}, len(baseline.get("real", [])) - len(kept)
+
+
 def markdown_report(
     result: Mapping[str, Any],
     out: Path,
@@ -157,6 +165,9 @@ def markdown_report(
     ``baseline``'s (``before -> **after**``, bold where it changed) when given (``baseline_name``: where it
     was read from); ``interrupted``: the run was stopped, ``result`` holds the frames that finished."""
     compare = baseline is not None
+    left_out = 0
+    if baseline is not None:
+        baseline, left_out = _on_frames_of(result, baseline)
     old = _objects(baseline) if baseline is not None else {}
     new = _objects(result)
     lines = ["# bench real2sim", ""]
@@ -165,6 +176,8 @@ def markdown_report(
         lines += [f"**Interrupted** after {done} frames: every value below covers those frames only.", ""]
     if baseline is not None:
         lines += [f"Values: baseline -> **this run** (baseline: `{baseline_name}`).", ""]
+    if left_out:
+        lines += [f"The baseline's {left_out} other real frames, not run here, are left out of it.", ""]
     lines += ["| target | limit | met |", "|---|---|---|"]
     verdicts = {True: "yes", False: "**no**", None: "not measured"}
     for key, met in result.get("targets_met", {}).items():

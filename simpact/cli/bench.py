@@ -19,7 +19,7 @@ from simpact.bench.calvin import format_table as calvin_table
 from simpact.bench.episodes import BenchError, Progress, ignored_note, parse_seeds
 from simpact.bench.mpm import run_mpm_bench
 from simpact.bench.perf import run_perf
-from simpact.bench.real2sim import bench_result, run_real2sim_bench
+from simpact.bench.real2sim import bench_result, chosen_real_frames, run_real2sim_bench
 from simpact.bench.real2sim_markdown import load_baseline, markdown_report
 from simpact.bench.real2sim_report import format_table as real2sim_table
 from simpact.bench.rope import run_rope_bench
@@ -249,9 +249,21 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
     for name in args.tasks or []:
         load_task(name)  # unknown names fail before any work
     baseline = load_baseline(args.baseline) if args.baseline else None
+    real_frames = None
+    if args.frames is not None:
+        if args.no_real:
+            raise UsageError("--frames names real frames and --no-real skips them: give one of the two")
+        real_frames = chosen_real_frames([p.strip() for p in args.frames.split(",") if p.strip()])
+    tasks = args.tasks or ([] if real_frames is not None else None)  # --frames alone: no rendered frames
 
     out = reusable_out(args.out)
-    settings = {"tasks": args.tasks, "seeds": seeds, "real": not args.no_real, "baseline": args.baseline}
+    settings = {
+        "tasks": args.tasks,
+        "seeds": seeds,
+        "real": not args.no_real,
+        "frames": real_frames,
+        "baseline": args.baseline,
+    }
     with RunRecord.start(out, "bench real2sim", settings) as run:
         finished: list[dict[str, Any]] = []  # each frame's record as it finishes: kept if interrupted
         sections: dict[str, list[dict[str, Any]]] = {
@@ -272,7 +284,12 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
 
         try:
             result = run_real2sim_bench(
-                out, tasks=args.tasks or None, seeds=seeds, real=not args.no_real, progress=progress
+                out,
+                tasks=tasks,
+                seeds=seeds,
+                real=not args.no_real,
+                progress=progress,
+                real_frames=real_frames,
             )
         except KeyboardInterrupt:  # the report of the frames that finished, marked as such
             partial = bench_result(
@@ -488,6 +505,11 @@ def _add_real2sim(bench: Any) -> None:
     p.add_argument("tasks", nargs="*", help="task names for rendered frames (default: all)")
     p.add_argument("--seeds", default="0", help="scene seeds of the rendered frames, comma-separated")
     p.add_argument("--no-real", action="store_true", help="skip the real frames of the shared data")
+    p.add_argument(
+        "--frames",
+        help="only the real frames whose path contains one of these comma-separated parts (wildcards "
+        "allowed: uois/image_0006,cleargrasp/*opaque*); without a TASK no rendered frame runs",
+    )
     p.add_argument("--out", required=True, help="output directory (a rerun recomputes every frame)")
     p.add_argument(
         "--baseline",

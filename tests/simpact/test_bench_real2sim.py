@@ -538,3 +538,61 @@ def test_the_report_matches_unlabelled_regions_by_where_they_are_not_their_names
         in report
     )
     assert "In the baseline only" not in report
+
+
+def test_frames_picks_real_frames_by_a_part_of_their_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from real2sim import datasets
+    from simpact.bench.real2sim import chosen_real_frames
+    from simpact.core.errors import UsageError
+
+    for name in ("posecnn/000001-color.png", "posecnn/000002-color.png", "cg/000080-opaque-rgb-img.jpg"):
+        (tmp_path / "rgbd" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "rgbd" / name).write_bytes(b"")  # found by its name; not read
+    monkeypatch.setenv(datasets.SHARED_DATA_ENV, str(tmp_path))
+    assert chosen_real_frames(["000002"]) == ["rgbd/posecnn/000002-color.png"]
+    assert chosen_real_frames(["cg/*opaque*", "posecnn/000001"]) == [
+        "rgbd/cg/000080-opaque-rgb-img.jpg",
+        "rgbd/posecnn/000001-color.png",
+    ]
+    with pytest.raises(UsageError, match="'uois' names none of the 3 real frames"):
+        chosen_real_frames(["posecnn", "uois"])
+    monkeypatch.setenv(datasets.SHARED_DATA_ENV, str(tmp_path / "nowhere"))
+    with pytest.raises(UsageError, match="--frames"):
+        chosen_real_frames(["posecnn"])
+
+
+def test_frames_alone_runs_those_real_frames_and_no_rendered_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import simpact.cli.bench as bench_cli
+    from simpact.cli import main
+
+    calls: list[dict[str, object]] = []
+
+    def record(out: Path, **kwargs: object) -> dict[str, object]:
+        calls.append(kwargs)
+        result = _bench_result(Path(out), 2.2, "good")
+        return {**result, "rendered": [], "glass": [], "real_skipped": None, "errors": 0}
+
+    monkeypatch.setattr(bench_cli, "run_real2sim_bench", record)
+    monkeypatch.setattr(bench_cli, "chosen_real_frames", lambda parts: [f"rgbd/{p}.png" for p in parts])
+    assert main(["bench", "real2sim", "--frames", "a, b", "--out", str(tmp_path / "b")]) == 0
+    assert calls[-1]["tasks"] == [] and calls[-1]["real_frames"] == ["rgbd/a.png", "rgbd/b.png"]
+    assert main(["bench", "real2sim", "topple_box", "--frames", "a", "--out", str(tmp_path / "c")]) == 0
+    assert calls[-1]["tasks"] == ["topple_box"]
+    assert main(["bench", "real2sim", "--frames", "a", "--no-real", "--out", str(tmp_path / "d")]) == 2
+    assert len(calls) == 2 and not (tmp_path / "d").exists()
+
+
+def test_a_run_of_some_frames_is_compared_with_the_same_frames_of_its_baseline(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    baseline = _bench_result(tmp_path, 6.0, "check")
+    other = {**baseline["real"][0], "frame": "rgbd/uois/image_0006.npy"}  # type: ignore[index]
+    baseline["real"].append(other)  # type: ignore[attr-defined]
+    report = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path, baseline)
+    assert "The baseline's 1 other real frames, not run here, are left out of it." in report
+    assert "| verdicts good / check / poor | 0 / 2 / 0 of 2 -> 1 / 1 / 0 of 2 |" in report  # not "of 4"
+    assert "In the baseline only" not in report and "image_0006" not in report
