@@ -22,6 +22,7 @@ import numpy as np
 from scipy import ndimage
 
 from real2sim.carve import carve
+from real2sim.masks import fill_holes
 from real2sim.prisms import with_solid
 from real2sim.stability import stands
 from real2sim.types import ObjectGeometry
@@ -70,7 +71,7 @@ def height_field(points: np.ndarray, cell_m: float = CELL_M) -> tuple[np.ndarray
     seen = np.isfinite(top)
     if seen.sum() < MIN_CELLS:
         return None
-    covered = ndimage.binary_fill_holes(seen | ndimage.binary_closing(seen, np.ones((3, 3), bool)))
+    covered = fill_holes(seen | ndimage.binary_closing(seen, np.ones((3, 3), bool)))
     nearest = ndimage.distance_transform_edt(~seen, return_distances=False, return_indices=True)
     heights = ndimage.median_filter(top[nearest[0], nearest[1]], size=3)
     return np.where(covered, heights, 0.0), corner

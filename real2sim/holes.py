@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.ndimage import binary_fill_holes
 
+from real2sim.masks import fill_holes
 from real2sim.outline import fit_circle_outline, outline_kind
 from real2sim.plateaus import ROUND_MAX_RESIDUAL
 
@@ -137,7 +137,7 @@ def fill_enclosed(masks: Sequence[np.ndarray], table: np.ndarray) -> list[np.nda
     taken = np.zeros(table.shape, bool)
     for m in masks:
         taken |= m
-    return [m | (binary_fill_holes(m) & ~taken & ~table) for m in masks]
+    return [m | (fill_holes(m) & ~taken & ~table) for m in masks]
 
 
 def rim_image(
@@ -211,6 +211,6 @@ def round_floors(
         if not len(parts):
             continue
         parts_in = np.isin(comp, parts)
-        floor_of |= (parts_in | binary_fill_holes(mask | parts_in) & within) & free
+        floor_of |= (parts_in | fill_holes(mask | parts_in) & within) & free
         free &= ~floor_of
     return out

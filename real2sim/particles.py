@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 from scipy import ndimage
 
+from real2sim.masks import fill_holes
 from simpact.core.errors import SimpactError
 
 __all__ = ["DEFAULT_SPACING_M", "ParticleError", "Particles", "fill_particles"]
@@ -117,7 +118,7 @@ def _close(mask: np.ndarray, radius: int) -> np.ndarray:
     closed = ndimage.binary_closing(padded, structure=structure)[
         radius + 1 : -radius - 1, radius + 1 : -radius - 1
     ]
-    closed = ndimage.binary_fill_holes(closed)
+    closed = fill_holes(closed)
     return np.asarray(closed | mask, dtype=bool)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.ndimage import binary_fill_holes, distance_transform_edt
+from scipy.ndimage import distance_transform_edt
 
 from real2sim.clutter import table_extent_share
+from real2sim.masks import fill_holes
 from real2sim.types import TablePlane
 
 __all__ = [
@@ -212,7 +213,7 @@ def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray
 def _lower_silhouette(mask: np.ndarray) -> np.ndarray:
     """(H, W) bool: the pixels of ``mask``, its holes filled, with no pixel of it right below them: the bottom
     of its outline, not the upper edges of the holes that missing depth leaves in it (a label's print)."""
-    solid = binary_fill_holes(mask)
+    solid = fill_holes(mask)
     bottom = solid.copy()
     bottom[:-1] &= ~solid[1:]
     return bottom

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.ndimage import binary_fill_holes
 
+from real2sim.masks import fill_holes
 from simpact.bench.scoring import mask_iou
 
 __all__ = [
@@ -114,7 +114,7 @@ def against_object_points(
         return {}
     held = np.zeros((len(masks), len(points)), bool)
     for i, mask in enumerate(masks):
-        m = binary_fill_holes(mask)
+        m = fill_holes(mask)
         for j, pixels in enumerate(points):
             held[i, j] = any(holds(m, c, r, OBJECT_TOLERANCE_PX) for c, r in pixels)
     return {
