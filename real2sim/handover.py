@@ -15,6 +15,7 @@ import dataclasses
 
 import numpy as np
 
+from real2sim.masks import padded_box
 from real2sim.split_context import SplitContext
 
 __all__ = ["Borrowed", "borrowed_pieces", "owner_index"]
@@ -76,7 +77,7 @@ def borrowed_pieces(
     pixels = _Pixels(ctx.lab * np.array([0.5, 1.0, 1.0]), ctx.valid, ctx.height, ctx.z)
     rule = _Rule(max_colour, min_behind_m, min_pixels, ctx.touch_m)
     masks = [m for m, _ in regions]
-    boxes = [_around(m, BAND_PX + touch_px) if m.any() else None for m in masks]
+    boxes = [padded_box(m, BAND_PX + touch_px) for m in masks]
     for i, j in ((i, j) for i in range(len(masks)) for j in range(len(masks)) if i != j):
         box = boxes[i]
         if box is None:
@@ -98,16 +99,6 @@ def owner_index(owner_mask: np.ndarray, masks: list[np.ndarray]) -> int | None:
     was before later steps merged or split regions), or None when none holds any of it."""
     overlap = [int((owner_mask & m).sum()) for m in masks]
     return int(np.argmax(overlap)) if overlap and max(overlap) > 0 else None
-
-
-def _around(mask: np.ndarray, pad_px: int) -> tuple[slice, slice]:
-    """The bounding box of ``mask`` (not empty) grown by ``pad_px`` on each side, within the image."""
-    rows, cols = np.nonzero(mask)
-    h, w = mask.shape
-    return (
-        slice(max(rows.min() - pad_px, 0), min(rows.max() + pad_px + 1, h)),
-        slice(max(cols.min() - pad_px, 0), min(cols.max() + pad_px + 1, w)),
-    )
 
 
 def _borrowed(

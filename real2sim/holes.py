@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from real2sim.masks import fill_holes
+from real2sim.masks import fill_holes, padded_box
 from real2sim.outline import fit_circle_outline, outline_kind
 from real2sim.plateaus import ROUND_MAX_RESIDUAL
 
@@ -89,10 +89,8 @@ def fill_depth_holes(
             continue
         z = float(np.median(depth[mask & ~hole])) if (mask & ~hole).any() else 1.0
         reach = max(2, int(round(reach_m * focal_px / max(z, 0.1))))
-        rows, cols = np.nonzero(mask)
-        r0, r1 = max(rows.min() - reach, 0), min(rows.max() + reach + 1, h)
-        c0, c1 = max(cols.min() - reach, 0), min(cols.max() + reach + 1, w)
-        box = (slice(r0, r1), slice(c0, c1))
+        box = padded_box(mask, reach)
+        assert box is not None  # the mask is not empty
         free = hole[box] & ~taken[box]
         # Pixels without depth reachable from the mask through pixels without depth, ``reach`` steps at most.
         grown = mask[box].astype(np.uint8)

@@ -34,6 +34,7 @@ import numpy as np
 import trimesh
 from scipy.optimize import minimize
 
+from real2sim.masks import padded_box
 from real2sim.types import ObjectGeometry
 from simpact.core.rotations import quat_to_matrix
 
@@ -174,14 +175,12 @@ def pixel_grid(
 ) -> tuple[slice, slice] | None:
     """The rows and columns (strided slices) of the mask's bounding box and ``margin_px`` around it, at most
     about ``max_pixels`` pixels; None for a tiny mask."""
-    rows, cols = np.nonzero(own_mask)
-    if len(rows) < 20:
+    box = padded_box(own_mask, margin_px)
+    if box is None or np.count_nonzero(own_mask) < 20:
         return None
-    h, w = own_mask.shape
-    r0, r1 = max(rows.min() - margin_px, 0), min(rows.max() + margin_px + 1, h)
-    c0, c1 = max(cols.min() - margin_px, 0), min(cols.max() + margin_px + 1, w)
-    step = max(1, int(np.ceil(np.sqrt((r1 - r0) * (c1 - c0) / max_pixels))))
-    return slice(r0, r1, step), slice(c0, c1, step)
+    rows, cols = box
+    step = max(1, int(np.ceil(np.sqrt((rows.stop - rows.start) * (cols.stop - cols.start) / max_pixels))))
+    return slice(rows.start, rows.stop, step), slice(cols.start, cols.stop, step)
 
 
 def pixels_around(

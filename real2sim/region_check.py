@@ -14,7 +14,7 @@ import numpy as np
 from scipy.ndimage import distance_transform_edt
 
 from real2sim.clutter import table_extent_share
-from real2sim.masks import fill_holes
+from real2sim.masks import fill_holes, padded_box
 from real2sim.types import TablePlane
 
 __all__ = [
@@ -199,13 +199,13 @@ def table_roughness(mask: np.ndarray, height: np.ndarray, near_table: np.ndarray
     table itself (its folds, the sensor's noise at that range) departs from the plane there; 0 if none."""
     import cv2
 
-    rows, cols = np.nonzero(mask)
     r = ROUGHNESS_PX
-    r0, r1 = max(rows.min() - r, 0), rows.max() + r + 1
-    c0, c1 = max(cols.min() - r, 0), cols.max() + r + 1
-    sub = mask[r0:r1, c0:c1].astype(np.uint8)
-    ring = (cv2.dilate(sub, np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0) & near_table[r0:r1, c0:c1]
-    h = np.abs(height[r0:r1, c0:c1][ring])
+    box = padded_box(mask, r)
+    assert box is not None  # a region is never empty
+    ring = (
+        cv2.dilate(mask[box].astype(np.uint8), np.ones((2 * r + 1, 2 * r + 1), np.uint8)) > 0
+    ) & near_table[box]
+    h = np.abs(height[box][ring])
     h = h[h < band_m]
     return float(np.median(h)) if len(h) else 0.0
 
@@ -227,9 +227,9 @@ def ramp_beside(mask: np.ndarray, regions: list[tuple[np.ndarray, float]], heigh
     but level."""
     import cv2
 
-    rows, cols = np.nonzero(mask)
-    box = mask[max(rows.min() - 1, 0) : rows.max() + 2, max(cols.min() - 1, 0) : cols.max() + 2]
-    if 2.0 * float(distance_transform_edt(box).max()) > RAMP_MAX_WIDTH_PX:
+    box = padded_box(mask, 1)
+    assert box is not None  # a region is never empty
+    if 2.0 * float(distance_transform_edt(mask[box]).max()) > RAMP_MAX_WIDTH_PX:
         return False
     top = float(np.percentile(height[mask], 98))
     near = cv2.dilate(mask.astype(np.uint8), np.ones((2 * RAMP_GAP_PX + 1,) * 2, np.uint8)) > 0

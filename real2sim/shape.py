@@ -39,6 +39,7 @@ import numpy as np
 import trimesh
 from PIL import Image
 
+from real2sim.masks import padded_box
 from real2sim.outline import fit_circle_arc, fit_circle_outline, fit_rectangle, outline_kind
 from real2sim.types import label_words
 from real2sim.weights import load_local
@@ -445,11 +446,10 @@ def _hunyuan3d(
             ShapeBackendError,
         )
     pipeline = _HY3D_CACHE[key]
-    rows, cols = np.nonzero(mask)
-    pad = 10
-    r0, r1 = max(rows.min() - pad, 0), min(rows.max() + pad + 1, mask.shape[0])
-    c0, c1 = max(cols.min() - pad, 0), min(cols.max() + pad + 1, mask.shape[1])
-    rgba = np.dstack([rgb, np.where(mask, 255, 0).astype(np.uint8)])[r0:r1, c0:c1]
+    box = padded_box(np.asarray(mask, bool), 10)
+    if box is None:
+        raise ShapeError("shape back-end 'hunyuan3d': the object's mask is empty")
+    rgba = np.dstack([rgb, np.where(mask, 255, 0).astype(np.uint8)])[box]
     result = pipeline(image=Image.fromarray(rgba, "RGBA"))
     generated = result[0] if isinstance(result, (list, tuple)) else result
     if not isinstance(generated, trimesh.Trimesh):

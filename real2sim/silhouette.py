@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from real2sim.masks import padded_box
+
 __all__ = ["BAND_PX", "CORE_PX", "MIN_CORE_SHARE", "snap_to_colour"]
 
 CORE_PX = 3
@@ -87,18 +89,14 @@ def snap_to_colour(
     ``may_join`` (H, W) bool: measured pixels standing above the table, the only measured ones a mask may
     gain. See the module docstring for ``core_px``, ``band_px``, ``jump_m`` and ``keep_min``."""
     out = [np.asarray(m, bool).copy() for m in masks]
-    h, w = depth.shape
     bgr = np.ascontiguousarray(np.asarray(rgb, np.uint8)[..., ::-1])
     depth = np.asarray(depth, np.float32)
     pad = 2 * band_px
     for i, seed in enumerate(out):
-        rows, cols = np.nonzero(seed)
-        if len(rows) == 0:
+        crop = padded_box(seed, pad)
+        if crop is None:
             continue
-        y0, y1 = max(int(rows.min()) - pad, 0), min(int(rows.max()) + pad + 1, h)
-        x0, x1 = max(int(cols.min()) - pad, 0), min(int(cols.max()) + pad + 1, w)
-        crop = (slice(y0, y1), slice(x0, x1))
-        others = np.zeros((y1 - y0, x1 - x0), bool)
+        others = np.zeros(seed[crop].shape, bool)
         for j, m in enumerate(out):
             if j != i:
                 others |= m[crop]
