@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -115,15 +116,23 @@ def _real_frame(rel: str) -> Frame:
         pytest.skip(f"shared data absent: {err}")
 
 
+@functools.cache
+def _labelled(rel: str) -> Perception:
+    """perceive() on the real frame ``rel`` labelled with every object on its table (the bench's labels),
+    once for the tests that read it (each test only reads the result)."""
+    from simpact.bench.real_truth import REAL_FRAMES
+
+    return perceive(_real_frame(rel), list(REAL_FRAMES[rel]))
+
+
 @pytest.mark.parametrize("rel", sorted(REAL_OK))
 def test_real_frames_extents_within_20_percent(rel: str) -> None:
     from real2sim.datasets import YCB_SIZES_M, read_graspnet_object_points, shared_data_dir
     from simpact.bench.real_truth import REAL_FRAMES
     from simpact.bench.scoring import points_extent
 
-    frame = _real_frame(rel)
     known = REAL_FRAMES[rel]
-    result = perceive(frame, list(known))
+    result = _labelled(rel)
     assert result.table.world_frame == "table_plane"
     by_label = {o.label: o for o in result.objects}
     for label in REAL_OK[rel]:
@@ -203,11 +212,10 @@ def test_every_object_on_the_table_labelled_gets_its_own_mask(rel: str) -> None:
     behind the table and the banana on the cracker box; 000002 the scissors on the coffee can. 000003's red
     bowl, whose floor reads at the table's height, held only its far wall and rim before its floor was given
     back (:func:`real2sim.holes.round_floors`)."""
-    from simpact.bench.real_truth import LABEL_POINTS, REAL_FRAMES
+    from simpact.bench.real_truth import LABEL_POINTS
 
-    frame = _real_frame(rel)
     points = LABEL_POINTS[rel]
-    result = perceive(frame, list(REAL_FRAMES[rel]))
+    result = _labelled(rel)
     masks = {s.label: s.seen for s in result.segments}
     for label in points:
         assert label in masks, label
