@@ -14,6 +14,9 @@ from simpact.calvin.data import load_chains  # noqa: E402
 from simpact.calvin.env import CalvinEnv  # noqa: E402
 from simpact.calvin.evaluate import evaluate_chain, scripted_policy, success_range, summarise  # noqa: E402
 from simpact.guard.detector import detect  # noqa: E402
+from tests.calvin_data import needs_calvin_data  # noqa: E402
+
+pytestmark = needs_calvin_data
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,9 @@ from simpact.calvin.data import load_chains  # noqa: E402
 from simpact.calvin.env import CalvinEnv  # noqa: E402
 from simpact.calvin.evaluate import evaluate_chain, scripted_policy, summarise  # noqa: E402
 from simpact.core.errors import SimpactError  # noqa: E402
+from tests.calvin_data import needs_calvin_data  # noqa: E402
+
+pytestmark = needs_calvin_data
 
 
 def _hold(env, task, instruction):

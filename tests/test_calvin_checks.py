@@ -20,6 +20,9 @@ from simpact.calvin.data import (
     task_table,
 )
 from simpact.core.errors import SimpactError
+from tests.calvin_data import needs_calvin_data
+
+pytestmark = needs_calvin_data
 
 ROBOT, TABLE = 1, 2
 LINKS = {"base_link": -1, "slide_link": 2, "drawer_link": 3, "plank_link": 6}

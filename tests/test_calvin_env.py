@@ -14,6 +14,9 @@ from simpact.calvin.data import load_chains  # noqa: E402
 from simpact.calvin.env import BACKEND, CalvinEnv  # noqa: E402
 from simpact.calvin.selfcheck import reset_errors, run_subtask, try_task  # noqa: E402
 from simpact.core.errors import SimpactError  # noqa: E402
+from tests.calvin_data import needs_calvin_data  # noqa: E402
+
+pytestmark = needs_calvin_data
 
 
 @pytest.fixture(scope="module")

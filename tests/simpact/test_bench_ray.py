@@ -15,6 +15,7 @@ from simpact.bench.episodes import RUNS
 from simpact.bench.ray_executor import ray_map
 from simpact.bench.tasks import run_tasks
 from simpact.calvin.data import load_chains
+from tests.calvin_data import needs_calvin_data
 
 TASK = "non_toppling_push"
 VOLATILE = ("wall_s", "plan_wall_s", "rollout_wall_s", "detect_s")
@@ -59,6 +60,7 @@ def test_bench_tasks_on_ray_gives_the_local_records(tmp_path):
     assert _stable(_lines(tmp_path / "ray"), "seed") == _stable(_lines(tmp_path / "local"), "seed")
 
 
+@needs_calvin_data
 def test_bench_calvin_on_ray_logs_the_local_chains_and_resumes(tmp_path):
     local = run_calvin(tmp_path / "local", 2, 2)
     on_ray = run_calvin(tmp_path / "ray", 2, 2, executor="ray", workers=2)
@@ -76,6 +78,7 @@ def test_bench_calvin_on_ray_logs_the_local_chains_and_resumes(tmp_path):
     assert result["chains"] == 2 and set(result["wall_s_per_chain"]) == {"2", "3"}
 
 
+@needs_calvin_data
 def test_a_chain_that_fails_on_its_worker_comes_back_as_one_error_line():
     job = _ChainJob(load_chains(4, 1)[0], "scripted", "no_such_backend")
     (record,) = ray_map(_chain_task, [job], workers=2)
