@@ -17,7 +17,6 @@ def calvin_data_missing() -> str | None:
     return None
 
 
-needs_calvin_data = pytest.mark.skipif(
-    calvin_data_missing() is not None, reason=f"CALVIN data absent: {calvin_data_missing()}"
-)
+_MISSING = calvin_data_missing()
+needs_calvin_data = pytest.mark.skipif(_MISSING is not None, reason=f"CALVIN data absent: {_MISSING}")
 """Mark a test (or, as ``pytestmark``, a module) that reads the CALVIN data."""
