@@ -20,6 +20,7 @@ import numpy as np
 import trimesh
 
 from real2sim.heightfield import add_heightfield
+from real2sim.masks import padded_box
 from real2sim.necks import add_neck
 from real2sim.no_depth import fit_silhouette, unseen_by_depth
 from real2sim.outline import outline_kind
@@ -139,8 +140,9 @@ def _masked_median(depth: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """``depth`` (H, W, m) with each ``mask`` pixel's value the median of the ``mask`` pixels' depths in the
     3 x 3 pixels around it: the sensor's noise (1-2 mm at 1 m, the size of a 15 mm bean's error) averaged
     down, a surface's shape and the object's outline kept."""
-    rows, cols = np.nonzero(mask)
-    box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
+    box = padded_box(mask, 0)
+    if box is None:
+        return np.array(depth, dtype=np.float64)
     d = np.pad(np.where(mask[box], depth[box], np.nan).astype(np.float64), 1, constant_values=np.nan)
     h, w = d.shape[0] - 2, d.shape[1] - 2
     window = np.stack([d[i : i + h, j : j + w] for i in range(3) for j in range(3)])

@@ -52,6 +52,7 @@ from scipy.ndimage import distance_transform_edt
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from real2sim.masks import padded_box
 from real2sim.split_context import SplitContext, SplitParams, make_context
 from real2sim.stacked import FLAT_M, keep_to_itself, stacked_on
 
@@ -240,16 +241,16 @@ def _rectangle(cells: np.ndarray, cell_m: float) -> tuple[float, float, tuple[An
 
 def _split_once(mask: np.ndarray, ctx: SplitContext, params: SplitParams, weight: float) -> list[np.ndarray]:
     """One level of :func:`split_by_colour` with the lightness weighted by ``weight``."""
-    rows, cols = np.nonzero(mask)
-    if len(rows) < 2 * params.min_pixels:
+    count = int(np.count_nonzero(mask))
+    box = padded_box(mask, 0)
+    if box is None or count < 2 * params.min_pixels:
         return [mask]
-    box = (slice(rows.min(), rows.max() + 1), slice(cols.min(), cols.max() + 1))
     sub = mask[box]
     measured = sub & ctx.valid[box]
     z_mid = float(np.median(ctx.z[box][measured])) if measured.any() else 1.0
     px_m = z_mid / ctx.focal_px  # one pixel's width (m) at the region's depth
     least = max(params.min_pixels, int(params.min_area_m2 / px_m**2))
-    if len(rows) < 2 * least:
+    if count < 2 * least:
         return [mask]
     colours = _two_colours(ctx.lab[box], sub, weight, params.min_colour)
     if colours is None:
