@@ -9,6 +9,7 @@ lost connection stops the robot; it then refuses motions until :meth:`FrankaRobo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,9 @@ FR3_SPECS = RobotSpecs(
 
 SPEED_MARGIN = 0.9
 """Fraction of the requested speed given to franky's velocity bound."""
+PLANNER_RETRIES = 1
+"""Times a motion to one target is sent again after franky's motion planner (ruckig) failed on it: seen once
+on franky-sim (error -111, ruckig's synchronisation) on a calibration move that passed in every other run."""
 
 
 REALTIME_HINT = (
@@ -100,6 +104,8 @@ class FrankaRobot(RobotBase):
         self._robot: Any = None
         self._gripper: Any = None
         self._faulted: str | None = None
+        self.planner_retries = 0
+        """How many motions were sent again after a motion planner failure (:data:`PLANNER_RETRIES`)."""
 
     # --- connection --------------------------------------------------------------------------------------
     @property
@@ -228,27 +234,48 @@ class FrankaRobot(RobotBase):
     def home(self, dynamics_factor: float = 0.2) -> None:
         import franky
 
-        robot = self._require_ready()
-        try:
-            robot.move(franky.JointMotion(HOME_QPOS.tolist(), relative_dynamics_factor=dynamics_factor))
-        except self._errors() as exc:
-            raise self._fail(exc, "moving home") from None
+        home = HOME_QPOS.tolist()
+        self._move_point_to_point(
+            lambda: franky.JointMotion(home, relative_dynamics_factor=dynamics_factor), "moving home"
+        )
 
     def move_to(self, position: np.ndarray, quaternion: np.ndarray, speed: float) -> None:
         import franky
 
-        robot = self._require_ready()
+        self._require_ready()
         self._check_target(position)
         target = franky.Affine(np.asarray(position, dtype=float), _xyzw(quaternion))
-        here, _ = self.tcp_pose()
-        dynamics = self._dynamics(speed, np.asarray(position, dtype=float) - here)
-        motion = franky.CartesianMotion(
-            target, franky.ReferenceType.Absolute, relative_dynamics_factor=dynamics
-        )
+
+        def motion() -> Any:  # from where the tool is now: a retry starts where the first try stopped
+            here, _ = self.tcp_pose()
+            dynamics = self._dynamics(speed, np.asarray(position, dtype=float) - here)
+            absolute = franky.ReferenceType.Absolute
+            return franky.CartesianMotion(target, absolute, relative_dynamics_factor=dynamics)
+
+        where = np.round(np.asarray(position, dtype=float), 4).tolist()
+        self._move_point_to_point(motion, f"moving to {where}")
+
+    def _move_point_to_point(self, motion: Callable[[], Any], what: str) -> None:
+        """Run ``motion()`` (a franky motion to one absolute target). When franky's motion planner (ruckig)
+        fails on it, recover and send it again, up to :data:`PLANNER_RETRIES` times: the target is absolute,
+        so the same motion from where the robot stopped ends where the first would have. Any other error, or
+        a failure that repeats, stops the robot as :meth:`_fail` does."""
+        robot = self._require_ready()
+        for attempt in range(PLANNER_RETRIES + 1):
+            try:
+                robot.move(motion())
+                return
+            except self._errors() as exc:
+                if type(exc) is not RuntimeError or attempt == PLANNER_RETRIES or not self._recovered():
+                    raise self._fail(exc, what) from None
+                self.planner_retries += 1
+
+    def _recovered(self) -> bool:
+        """Whether franky's error recovery succeeded (after a motion planner failure)."""
         try:
-            robot.move(motion)
-        except self._errors() as exc:
-            raise self._fail(exc, "moving to the start pose") from None
+            return self._require().recover_from_errors() is not False
+        except self._errors():
+            return False
 
     def follow(
         self,
