@@ -32,6 +32,8 @@ config and result types live in :mod:`real2sim.result`.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -403,6 +405,16 @@ def _object_entry(
     return entry
 
 
+def _scratch_folder() -> Path:
+    """A new temporary folder for a scene's files when no ``out`` is given, removed when the process exits:
+    worlds are built from the scene's mesh files after the run returns, so they must outlive it, but a
+    process that runs real2sim once per frame (a CALVIN evaluation, the test suite) must not leave a folder
+    behind for each."""
+    root = Path(tempfile.mkdtemp(prefix="real2sim_"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
 def _scene(
     result: Real2SimResult,
     names: Sequence[str],
@@ -411,8 +423,8 @@ def _scene(
     out_dir: Path | None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """The Scene (rigid objects' meshes written under ``out_dir/meshes``, deformables' particles under
-    ``out_dir/particles``; else in a temporary folder) and the ``scene.json`` object entries."""
-    root = out_dir if out_dir is not None else Path(tempfile.mkdtemp(prefix="real2sim_"))
+    ``out_dir/particles``; else in :func:`_scratch_folder`) and the ``scene.json`` object entries."""
+    root = out_dir if out_dir is not None else _scratch_folder()
     mesh_dir = root / "meshes"
     mesh_dir.mkdir(parents=True, exist_ok=True)
     scene_objects = []

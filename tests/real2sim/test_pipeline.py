@@ -512,6 +512,38 @@ def test_the_robot_starts_above_the_tallest_object(rendered: tuple[Frame, Any], 
     assert result.settle is not None and result.settle.clean, result.settle.to_dict()["overlaps"]
 
 
+def test_a_run_without_out_leaves_no_folder_when_the_process_ends(
+    rendered: tuple[Frame, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``out`` the meshes go to a temporary folder that outlives the call (worlds are built from
+    them) and is removed at exit: a process that runs real2sim per frame left one folder each before."""
+    import real2sim.pipeline
+    from real2sim.types import Segment
+
+    at_exit: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+    monkeypatch.setattr(real2sim.pipeline.atexit, "register", lambda f, *a, **k: at_exit.append((f, a, k)))
+    frame, _ = rendered
+    table = TablePlane(
+        np.array([0.0, 0.0, -1.0]), 1.0, np.eye(4), np.ones(frame.depth.shape, bool), "T_base_cam"
+    )
+    mesh = trimesh.creation.box((0.05, 0.05, 0.05))
+    box = ObjectGeometry(
+        "box", mesh, np.array([0.5, 0.0, 0.025]), np.array([1.0, 0, 0, 0]), mesh.extents, np.zeros((0, 3))
+    )
+    seg = Segment("box", np.zeros(frame.depth.shape, bool))
+
+    def one_box(frame: Frame, labels: Any, **_: Any) -> Any:
+        return types.SimpleNamespace(table=table, segments=[seg], objects=[box], timings_s={}, warnings=[])
+
+    config = Real2SimConfig(settle_s=0.0, render=False, overlays=False)
+    result = run_real2sim(frame, labels=["box"], perceive_fn=one_box, config=config)
+    mesh_file = Path(str(result.scene.object("box").mesh))
+    assert mesh_file.is_file() and mesh_file.parents[1].name.startswith("real2sim_")
+    for f, args, kwargs in at_exit:
+        f(*args, **kwargs)
+    assert not mesh_file.parents[1].exists()
+
+
 def _alone(frame: Frame, g: ObjectGeometry, out: Path) -> tuple[dict[str, Any], Any]:
     """``g`` as the one object real2sim perceives on ``frame``'s table (base frame, table at z = 0): its
     ``scene.json`` entry and the run's result (0.2 s settle)."""
