@@ -40,11 +40,14 @@ fi
   | grep -v "is ignored: it is neither a file nor a directory" || true
 [ -x "$venv/bin/uv" ] || { echo "setup: pip could not install uv into $venv (see above)" >&2; exit 1; }
 install=("$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --compile-bytecode)
-# pip's settings from the environment, for uv: an index mirror, wheels kept on this disk, a CA bundle.
-if [ -n "${PIP_INDEX_URL:-}" ]; then install+=(--index-url "$PIP_INDEX_URL"); fi
-for url in ${PIP_EXTRA_INDEX_URL:-}; do install+=(--extra-index-url "$url"); done
-for links in ${PIP_FIND_LINKS:-}; do install+=(--find-links "$links"); done
-if [ -n "${PIP_CERT:-}" ]; then export SSL_CERT_FILE="${SSL_CERT_FILE:-$PIP_CERT}"; fi
+# pip's settings, from its config files and PIP_* variables (an index mirror, wheels kept on this disk, a
+# constraints file, a CA bundle), for uv, which reads neither: see scripts/pip_settings.py.
+while IFS= read -r arg; do
+  case "$arg" in
+    SSL_CERT_FILE=*) export SSL_CERT_FILE="${SSL_CERT_FILE:-${arg#SSL_CERT_FILE=}}" ;;
+    ?*) install+=("$arg") ;;
+  esac
+done < <("$venv/bin/python" -m pip config list 2>/dev/null | "$venv/bin/python" scripts/pip_settings.py)
 spec="."
 [ -n "$extras" ] && spec=".[$extras]"
 packages=(-e "$spec")
