@@ -53,7 +53,7 @@ spec="."
 packages=(-e "$spec")
 # torch (the [deformable] extra, in [dev]) is asked for at one release, $TORCH_SPEC: left to the extra's range
 # the newest CUDA build would be taken (about 5.5 GB in the venv; CI once ran out of disk). Machines that keep
-# torch 2.13.0's CPU wheel on disk ($PIP_FIND_LINKS) get that file; elsewhere PyPI's build.
+# torch 2.13.0's CPU wheel on disk (pip's find-links) get that file; elsewhere PyPI's build.
 case ",$extras," in
   *,dev,*|*,deformable,*)
     "$venv/bin/python" -c "import torch" 2>/dev/null || packages+=("${TORCH_SPEC:-torch==2.13.0}")
