@@ -37,7 +37,7 @@ def effective(lines: Iterable[str]) -> dict[str, str]:
         scope, dot, name = key.rpartition(".")
         if not (sep and dot) or scope not in SCOPES:
             continue
-        value = ast.literal_eval(raw) if raw[:1] in "'\"" else raw
+        value = ast.literal_eval(raw) if raw[:1] in ("'", '"') else raw
         found.setdefault(name, {})[scope] = str(value)
     return {name: next(by[s] for s in SCOPES if s in by) for name, by in found.items()}
 

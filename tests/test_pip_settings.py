@@ -50,6 +50,7 @@ def test_every_source_is_passed_on_the_weightiest_setting_winning() -> None:
 
 def test_no_setting_passes_nothing_and_no_index_is_kept() -> None:
     assert _arguments("") == []
+    assert _arguments("global.index-url=\nnot a setting\n") == []
     assert _arguments(":env:.no-index='true'\n:env:.default-timeout='60'\n") == ["--no-index"]
 
 
