@@ -23,7 +23,6 @@ and reaches MuJoCo's own objects only through the world's accessor, ``mujoco()``
 from __future__ import annotations
 
 import os
-import platform
 import tempfile
 import threading
 import time
@@ -232,5 +231,4 @@ def run_perf(task_name: str = "non_toppling_push", k: int = 10, repeats: int = 5
         "targets": {"rollout_vs_bare_ratio": 0.8, "parallel_speedup": 1.7, "audit_overhead_ratio": 0.25},
         "repeats": repeats,
         "mujoco": mujoco.__version__,
-        "machine": {"cpus": threads, "processor": platform.processor() or platform.machine()},
     }

@@ -176,6 +176,7 @@ def markdown_report(
         lines += [f"**Interrupted** after {done} frames: every value below covers those frames only.", ""]
     if baseline is not None:
         lines += [f"Values: baseline -> **this run** (baseline: `{baseline_name}`).", ""]
+    lines += _machines(result, baseline)
     if left_out:
         lines += [f"The baseline's {left_out} other real frames, not run here, are left out of it.", ""]
     lines += ["| target | limit | met |", "|---|---|---|"]
@@ -212,6 +213,23 @@ def markdown_report(
             rel = link.relative_to(out) if link.is_relative_to(out) else link
             lines += [f"{r['frame']}:", "", f"![{r['frame']}]({rel})", ""]
     return "\n".join(lines) + "\n"
+
+
+def _machine_line(m: Mapping[str, Any]) -> str:
+    return f"{m.get('cpu', '?')}, {m.get('cpus', '?')} CPUs"
+
+
+def _machines(result: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> list[str]:
+    """Where the seconds were measured (``result.json``'s ``machine``), and whether the baseline's were
+    measured on another machine, where they do not compare."""
+    here = result.get("machine")
+    if not here:
+        return []
+    lines = [f"Timed on {_machine_line(here)}: seconds compare only between runs on one machine."]
+    there = baseline.get("machine") if baseline is not None else None
+    if there and _machine_line(there) != _machine_line(here):
+        lines.append(f"The baseline ran on {_machine_line(there)}: its seconds do not compare with these.")
+    return [*lines, ""]
 
 
 def _marked(result: Mapping[str, Any] | None) -> dict[str, dict[str, str]]:

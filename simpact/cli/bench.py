@@ -295,13 +295,14 @@ def cmd_bench_real2sim(args: argparse.Namespace) -> None:
             partial = bench_result(
                 sections["rendered"], sections["real"], sections["glass"], None, sections["rendered_noisy"]
             )
+            partial["machine"] = run.payload["machine"]
             report = markdown_report(partial, out, baseline, str(args.baseline), interrupted=True)
             atomic_write_text(out / "report.md", report)
             raise
         run.payload.pop("finished", None)
         run.update(**result)
     print(real2sim_table(result))
-    atomic_write_text(out / "report.md", markdown_report(result, out, baseline, str(args.baseline)))
+    atomic_write_text(out / "report.md", markdown_report(run.payload, out, baseline, str(args.baseline)))
     if result["real_skipped"]:
         print(f"real frames skipped: {result['real_skipped']}")
     verdicts = {True: "met", False: "MISSED", None: "not measured"}

@@ -19,6 +19,7 @@ from typing import Any
 
 from simpact.core.errors import SimpactError, UsageError
 from simpact.core.jsonio import write_json
+from simpact.core.machine import machine
 
 __all__ = ["RESULT", "STATUSES", "RunRecord", "prepare_out"]
 
@@ -70,7 +71,8 @@ def prepare_out(
 
 class RunRecord:
     """``DIR/result.json`` of one run, rewritten atomically at each :meth:`update`; always valid JSON with a
-    ``status``, the ``command``, its ``settings``, ``started`` (Unix time, s) and ``wall_s`` so far."""
+    ``status``, the ``command``, its ``settings``, the ``machine`` it runs on
+    (:func:`simpact.core.machine.machine`), ``started`` (Unix time, s) and ``wall_s`` so far."""
 
     def __init__(self, out: Path, command: str, settings: Mapping[str, Any]) -> None:
         self.out = out
@@ -80,6 +82,7 @@ class RunRecord:
             "status": "running",
             "command": command,
             "settings": dict(settings),
+            "machine": machine(),
             "started": round(time.time(), 3),
             "wall_s": 0.0,
         }

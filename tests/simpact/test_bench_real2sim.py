@@ -376,6 +376,19 @@ def test_the_report_puts_every_object_beside_its_baseline(tmp_path: Path) -> Non
     assert "![rgbd/posecnn/000002-color.png](real/posecnn_000002-color/overlay.png)" in report
     alone = markdown_report(_bench_result(tmp_path, 2.2, "good"), tmp_path)
     assert "->" not in alone and "| sugar_box | 7.6 | 0.925 | 2.20 | 1.70 | good |" in alone
+    assert "Timed on" not in alone  # a result without its machine (before it was recorded)
+
+
+def test_the_report_names_the_machine_and_a_baseline_timed_on_another(tmp_path: Path) -> None:
+    from simpact.bench.real2sim_markdown import markdown_report
+
+    here = {"cpu": "AMD EPYC", "cpus": 2, "system": "Linux", "python": "3.11.7"}
+    there = {**here, "cpu": "Intel Xeon"}
+    result = {**_bench_result(tmp_path, 2.2, "good"), "machine": here}
+    same = markdown_report(result, tmp_path, {**_bench_result(tmp_path, 6.0, "check"), "machine": here})
+    assert "Timed on AMD EPYC, 2 CPUs" in same and "do not compare" not in same
+    other = markdown_report(result, tmp_path, {**_bench_result(tmp_path, 6.0, "check"), "machine": there})
+    assert "The baseline ran on Intel Xeon, 2 CPUs: its seconds do not compare with these." in other
 
 
 def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_path: Path) -> None:
@@ -468,6 +481,7 @@ def test_the_command_writes_the_report_beside_its_baseline(
     assert main(args) == 0
     report = (tmp_path / "b" / "report.md").read_text()
     assert "6.00 -> **2.20**" in report and f"baseline: `{tmp_path / 'old.json'}`" in report
+    assert "Timed on " in report  # the machine the command's result.json records
 
 
 def test_the_report_sets_the_noisy_development_split_beside_the_exact_depth(tmp_path: Path) -> None:
