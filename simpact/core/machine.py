@@ -1,5 +1,5 @@
 """The machine a run was timed on, recorded in every ``result.json``: timings compare only on the same one
-(the same code ran 3 times slower on one 2-CPU cloud VM than on another)."""
+(the same real2sim frames took up to 3 times longer on one cloud VM than on another)."""
 
 from __future__ import annotations
 
