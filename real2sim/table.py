@@ -83,8 +83,10 @@ def ransac_plane(
     normals = normals[ok] / lengths[ok, None]
     offsets = -np.einsum("ij,ij->i", normals, triples[ok, 0])
     counts = np.zeros(len(normals), dtype=np.int64)
-    for start in range(0, len(points), 4096):  # (chunk, planes) distances, bounded memory
-        counts += (np.abs(points[start : start + 4096] @ normals.T + offsets) < threshold_m).sum(axis=0)
+    for start in range(0, len(points), 4096):  # (chunk, planes) distances, bounded memory, in place
+        dist = points[start : start + 4096] @ normals.T
+        dist += offsets
+        counts += np.count_nonzero(np.abs(dist, out=dist) < threshold_m, axis=0)
     best = int(np.argmax(counts))
     n, d = normals[best], float(offsets[best])
     return n, d, np.flatnonzero(np.abs(points @ n + d) < threshold_m)
@@ -185,7 +187,16 @@ def work_table(inliers: np.ndarray, points_cam: np.ndarray, gap_m: float = TABLE
     if count <= 2:
         return inliers
     areas = stats[1:, cv2.CC_STAT_AREA]
-    patches = {k: points_cam[labels == k][:: max(1, int(areas[k - 1]) // 2000)] for k in range(1, count)}
+    # Each patch's pixels in image order (what ``labels == k`` picks), grouped by one stable sort.
+    flat = labels.ravel()
+    pixels = np.flatnonzero(flat)
+    pixels = pixels[np.argsort(flat[pixels], kind="stable")]
+    ends = np.cumsum(areas)
+    points = points_cam.reshape(-1, 3)
+    patches = {
+        k: points[pixels[ends[k - 1] - areas[k - 1] : ends[k - 1]]][:: max(1, int(areas[k - 1]) // 2000)]
+        for k in range(1, count)
+    }
     kept = {1 + int(np.argmax(areas))}
     grown = True
     while grown:
