@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from real2sim.clutter import colour_edges, concave_creases, regrow, table_extent_share
+from real2sim.clutter import colour_edges, concave_creases, regrow, surface_normals, table_extent_share
 from real2sim.segment import Cluster, _assign_by_hints
 
 
@@ -26,6 +26,21 @@ def test_a_valley_is_a_crease_and_a_ridge_is_not() -> None:
     assert crease[:, 38:43].any(axis=1)[10:50].all()  # along the whole fold
     assert not crease[:, :30].any() and not crease[:, 50:].any()
     assert not concave_creases(ridge, ok).any()
+
+
+def test_surface_normals_are_numpys_cross_product_exactly_and_face_the_camera() -> None:
+    pts, valid = _folded(0.05)
+    pts = pts + np.random.default_rng(0).normal(scale=1e-3, size=pts.shape)  # not a plane: every digit counts
+    valid[20, 30] = False
+    n, ok = surface_normals(pts, valid, 2)
+    dx, dy = np.zeros_like(pts), np.zeros_like(pts)
+    dx[:, 2:-2], dy[2:-2] = pts[:, 4:] - pts[:, :-4], pts[4:] - pts[:-4]
+    cross = -np.cross(dx, dy)
+    with np.errstate(invalid="ignore"):  # the border, where no normal is defined
+        expected = cross / np.linalg.norm(cross, axis=-1, keepdims=True)
+    assert np.array_equal(n[ok], expected[ok])
+    assert not ok[:2].any() and not ok[20, 30] and not ok[20, 32] and ok[20, 33]
+    assert (n[ok][:, 2] < 0).all()  # towards the camera, which looks along +z
 
 
 def test_colour_edges_need_a_bend_that_is_not_convex() -> None:
