@@ -198,23 +198,29 @@ def split_off_lying_arms(
         return [mask]
     px_m = float(np.median(ctx.z[measured])) / ctx.focal_px
     width = max(3, round(params.arm_width_m / px_m)) | 1
+    # On the region's box padded by the opening's width: the same as on the whole frame, and faster.
+    box = padded_box(mask, width)
+    assert box is not None  # the region has measured pixels
+    sub, valid, height = mask[box], ctx.valid[box], ctx.height[box]
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (width, width))
-    body = cv2.morphologyEx(mask.astype(np.uint8), cv2.MORPH_OPEN, disc) > 0
-    if int((body & ctx.valid).sum()) < params.min_pixels:
+    body = cv2.morphologyEx(sub.astype(np.uint8), cv2.MORPH_OPEN, disc) > 0
+    if int((body & valid).sum()) < params.min_pixels:
         return [mask]  # all thin (a rope): nothing to take parts off
-    body_top = float(np.percentile(ctx.height[body & ctx.valid], 98))
-    count, thin = cv2.connectedComponents((mask & ~body).astype(np.uint8), connectivity=8)
+    body_top = float(np.percentile(height[body & valid], 98))
+    count, thin = cv2.connectedComponents((sub & ~body).astype(np.uint8), connectivity=8)
     reach = distance_transform_edt(~body) * px_m
+    tall = valid & (height > params.arm_max_height_m)  # the corners opened off the body
     arms = []
     for k in range(1, count):
         part = thin == k
-        h = ctx.height[part & ctx.valid]
+        h = height[part & valid]
         if len(h) < params.min_pixels // 10 or reach[part].max() < params.arm_min_reach_m:
             continue
         top = float(np.percentile(h, 98))
         if top <= params.arm_max_height_m and top < 0.5 * body_top:
-            tall = ctx.valid & (ctx.height > params.arm_max_height_m)  # the corners opened off the body
-            arms.append(part & ~tall)
+            arm = np.zeros_like(mask)
+            arm[box] = part & ~tall
+            arms.append(arm)
     if not arms:
         return [mask]
     return [mask & ~np.logical_or.reduce(arms), *arms]
