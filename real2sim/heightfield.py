@@ -79,22 +79,26 @@ def height_field(points: np.ndarray, cell_m: float = CELL_M) -> tuple[np.ndarray
 
 def _columns(heights: np.ndarray, corner: np.ndarray, cell_m: float) -> Any:
     """The union (a ``manifold3d.Manifold``) of the columns of ``heights`` (m, a grid of ``cell_m`` cells
-    from ``corner``, world x, y): per level of :data:`LEVEL_M`, the outline of the cells at least that high
-    extruded from the table up to it, each grown by :data:`BRIDGE_M` more than the one above. Nested solids,
-    not columns side by side: a union of solids that only touch keeps them apart."""
+    from ``corner``, world x, y): per level of :data:`LEVEL_M`, from the top down, the outline of the cells
+    at least that high, grown by :data:`BRIDGE_M` more than the one above, extruded as a slab from half a
+    level under the next level down (the table for the lowest) up to its own. Each slab's outline holds the
+    one above it, so the union is the solid whose section at any height is the outline of the cells that
+    high; the slabs overlap, for a union of solids that only touch keeps them apart. Slabs, not solids each
+    standing on the table: the same solid, with a third of the overlapping faces to intersect."""
     import manifold3d
 
     levels = np.round(heights / LEVEL_M) * LEVEL_M
+    tops = np.unique(levels[levels > 0.0])[::-1]
     solids, outline = [], manifold3d.CrossSection()
-    # From the top level down, each outline is the one above's with its own level's cells added.
-    for rank, level in enumerate(np.unique(levels[levels > 0.0])[::-1]):
+    for rank, level in enumerate(tops):
         cells = [
             manifold3d.CrossSection.square((cell_m, cell_m)).translate((i * cell_m, j * cell_m))
             for i, j in zip(*np.nonzero(levels == level))
         ]
         outline = manifold3d.CrossSection.batch_boolean([outline, *cells], manifold3d.OpType.Add)
         grown = outline.offset((rank + 1) * BRIDGE_M, manifold3d.JoinType.Miter)
-        solids.append(grown.extrude(float(level)))
+        bottom = float(tops[rank + 1]) - LEVEL_M / 2 if rank + 1 < len(tops) else 0.0
+        solids.append(grown.extrude(float(level) - bottom).translate((0.0, 0.0, bottom)))
     return manifold3d.Manifold.batch_boolean(solids, manifold3d.OpType.Add).translate(
         (float(corner[0]), float(corner[1]), 0.0)
     )
