@@ -33,6 +33,7 @@ import numpy as np
 import trimesh
 from scipy.spatial import ConvexHull
 
+from real2sim.masks import padded_box
 from real2sim.overlays import project_points
 from real2sim.rounding import best_by_outline
 from real2sim.table import ransac_plane
@@ -79,15 +80,25 @@ def eroded_by_sweep(mask: np.ndarray, shift_px: np.ndarray) -> np.ndarray:
     ``s`` in [0, 1] (``shift_px``: (dx, dy) pixels): what is left of a silhouette once the sweep that made
     it is taken away (a morphological erosion by the swept segment, in one-pixel steps)."""
     steps = int(np.ceil(np.max(np.abs(shift_px))))
-    out = mask.copy()
-    h, w = mask.shape
+    box = padded_box(mask, 0)
+    if box is None:
+        return mask.copy()
+    # On the mask's bounding box: a pixel moved out of it leaves the mask there as on the whole frame.
+    sub = mask[box]
+    kept = sub.copy()
+    h, w = sub.shape
     for k in range(1, steps + 1):
         dx, dy = (int(v) for v in np.round(np.asarray(shift_px) * k / steps))
-        moved = np.zeros_like(mask)  # moved[y, x] = mask[y + dy, x + dx]
-        moved[max(-dy, 0) : h - max(dy, 0), max(-dx, 0) : w - max(dx, 0)] = mask[
+        if abs(dx) >= w or abs(dy) >= h:  # moved off the box altogether: nothing is left
+            kept[:] = False
+            break
+        moved = np.zeros_like(sub)  # moved[y, x] = sub[y + dy, x + dx]
+        moved[max(-dy, 0) : h - max(dy, 0), max(-dx, 0) : w - max(dx, 0)] = sub[
             max(dy, 0) : h - max(-dy, 0), max(dx, 0) : w - max(-dx, 0)
         ]
-        out &= moved
+        kept &= moved
+    out = np.zeros_like(mask)
+    out[box] = kept
     return out
 
 

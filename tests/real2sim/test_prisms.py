@@ -81,6 +81,9 @@ def test_a_sweep_is_taken_back_off_the_silhouette_it_made() -> None:
     assert np.array_equal(eroded_by_sweep(_swept(shape, 6, 0), np.array([6.0, 0.0])), shape)
     assert np.array_equal(eroded_by_sweep(_swept(block, 6, 3), np.array([6.0, 3.0])), block)
     assert np.array_equal(eroded_by_sweep(shape, np.array([0.0, 0.0])), shape)
+    longer = np.array([float(np.ptp(np.nonzero(shape)[1])) + 1.0, 0.0])  # further than the shape reaches
+    assert not eroded_by_sweep(shape, longer).any()
+    assert not eroded_by_sweep(np.zeros_like(shape), longer).any()
 
 
 def test_a_standing_outline_rests_on_both_feet() -> None:
