@@ -83,8 +83,9 @@ def _columns(heights: np.ndarray, corner: np.ndarray, cell_m: float) -> Any:
     at least that high, grown by :data:`BRIDGE_M` more than the one above, extruded as a slab from half a
     level under the next level down (the table for the lowest) up to its own. Each slab's outline holds the
     one above it, so the union is the solid whose section at any height is the outline of the cells that
-    high; the slabs overlap, for a union of solids that only touch keeps them apart. Slabs, not solids each
-    standing on the table: the same solid, with a third of the overlapping faces to intersect."""
+    high; the slabs overlap, for a union of solids that only touch keeps them apart. Slabs rather than
+    solids each standing on the table: the same solid, whose union takes a half to a third of the time
+    (their side walls no longer run alongside each other down to the table)."""
     import manifold3d
 
     levels = np.round(heights / LEVEL_M) * LEVEL_M
