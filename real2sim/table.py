@@ -190,13 +190,9 @@ def work_table(inliers: np.ndarray, points_cam: np.ndarray, gap_m: float = TABLE
     # Each patch's pixels in image order (what ``labels == k`` picks), grouped by one stable sort.
     flat = labels.ravel()
     pixels = np.flatnonzero(flat)
-    pixels = pixels[np.argsort(flat[pixels], kind="stable")]
-    ends = np.cumsum(areas)
+    groups = np.split(pixels[np.argsort(flat[pixels], kind="stable")], np.cumsum(areas)[:-1])
     points = points_cam.reshape(-1, 3)
-    patches = {
-        k: points[pixels[ends[k - 1] - areas[k - 1] : ends[k - 1]]][:: max(1, int(areas[k - 1]) // 2000)]
-        for k in range(1, count)
-    }
+    patches = {k: points[g][:: max(1, len(g) // 2000)] for k, g in enumerate(groups, start=1)}
     kept = {1 + int(np.argmax(areas))}
     grown = True
     while grown:
