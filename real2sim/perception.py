@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import Executor
 
 import numpy as np
 import trimesh
@@ -38,6 +39,7 @@ from real2sim.shape import (
 )
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
+from real2sim.workers import fitting_pool, worker_count
 from simpact.core.frame import Frame
 from simpact.core.rotations import matrix_to_quat
 
@@ -61,7 +63,9 @@ class Perception:
     segments: list[Segment]
     objects: list[ObjectGeometry]
     timings_s: dict[str, float]
-    """Wall time per stage (s): ``table``, ``segment``, ``shape``, ``pose``, ``total``."""
+    """Wall time per stage (s): ``table``, ``segment``, ``objects`` (fitting them all), ``total``; the
+    stages of an object's fit (``shape``, ``pose``, ``refine`` ...) summed over the objects, which
+    :mod:`real2sim.workers` fits side by side."""
     warnings: list[str]
     unlabelled: list[np.ndarray] = dataclasses.field(default_factory=list)
     """Masks of regions standing on the table that no label matched (geometric segmenter with labels)."""
@@ -182,8 +186,10 @@ def perceive(
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
     t_start = time.perf_counter()
+    pool = fitting_pool(worker_count(), _warm_up) if shape == "geometric" and pose == "icp" else None
+    t0 = time.perf_counter()
     table = fit_table(frame)
-    timings["table"] = time.perf_counter() - t_start
+    timings["table"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     unlabelled: list[np.ndarray] = []
@@ -197,14 +203,48 @@ def perceive(
 
     kept_segments: list[Segment] = []
     objects: list[ObjectGeometry] = []
-    fitting = _Fitting(frame, table, shape, pose, erode_px, refine, timings)
-    for seg in segments:
-        g = _object_of(fitting, seg, segments, max_points, warnings)
+    fitting = _Fitting(frame, table, shape, pose, erode_px, refine, {})
+    t0 = time.perf_counter()
+    fitted = _fit_all(fitting, segments, max_points, pool)
+    timings["objects"] = time.perf_counter() - t0
+    for seg, (g, seg_warnings, seg_timings) in zip(segments, fitted):
+        warnings.extend(seg_warnings)
+        for stage, seconds in seg_timings.items():
+            timings[stage] = timings.get(stage, 0.0) + seconds
         if g is not None:
             kept_segments.append(seg)
             objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
+
+
+def _fit_all(
+    fitting: _Fitting, segments: Sequence[Segment], max_points: int, pool: Executor | None
+) -> list[_Fitted]:
+    """Each segment's :func:`_fit_one`, in the order of ``segments``; with a ``pool``, the largest masks
+    first (the longest fits), so that no worker is left with a large one at the end."""
+    if pool is None or len(segments) < 2:
+        return [_fit_one(fitting, seg, segments, max_points) for seg in segments]
+    order = sorted(range(len(segments)), key=lambda i: -int(np.count_nonzero(segments[i].mask)))
+    futures = {i: pool.submit(_fit_one, fitting, segments[i], segments, max_points) for i in order}
+    return [futures[i].result() for i in range(len(segments))]
+
+
+def _warm_up() -> None:
+    """Run by each fitting worker as it starts, before the first object arrives: finding this function
+    imports this module, and this imports Open3D (1-3 s together)."""
+    import open3d  # noqa: F401
+
+
+_Fitted = tuple["ObjectGeometry | None", list[str], dict[str, float]]
+"""One segment's object (None when left out), its warnings and its stages' times (s)."""
+
+
+def _fit_one(fitting: _Fitting, seg: Segment, segments: Sequence[Segment], max_points: int) -> _Fitted:
+    """:func:`_object_of` with its own warnings and timings: the same in a worker process as here."""
+    warnings: list[str] = []
+    fit = dataclasses.replace(fitting, timings={})
+    return _object_of(fit, seg, segments, max_points, warnings), warnings, fit.timings
 
 
 def _object_of(
@@ -382,13 +422,13 @@ def _reconstruct(fit: _Fitting, seg: Segment, pts: np.ndarray, kind: str | None 
     if shape == "hunyuan3d":
         options = {"rgb": frame.rgb, "mask": seg.mask}
     shp = complete_shape(pts, seg.label, shape, **options)
-    timings["shape"] += time.perf_counter() - t0
+    timings["shape"] = timings.get("shape", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
     if pose == "foundationpose":
         est = estimate_pose(shp.mesh, pts, pose, frame=frame, mask=seg.mask, T_world_cam=table.T_world_cam)
     else:
         est = estimate_pose(shp.mesh, pts, pose, init=shp.T_world_obj, symmetry=shp.symmetry)
-    timings["pose"] += time.perf_counter() - t0
+    timings["pose"] = timings.get("pose", 0.0) + time.perf_counter() - t0
     T = est.T_world_obj
     g = ObjectGeometry(
         label=seg.label,

@@ -1,0 +1,77 @@
+"""Objects fitted side by side in worker processes (:mod:`real2sim.workers`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from real2sim import perception
+from real2sim.perception import Perception, perceive
+from real2sim.types import Real2SimError
+from real2sim.workers import WORKERS_ENV, fitting_pool, worker_count
+
+
+def _fingerprint(p: Perception) -> list[tuple[object, ...]]:
+    """Everything :func:`perceive` decided per object, as exact bytes and reprs."""
+    return [
+        (
+            g.label,
+            g.symmetry,
+            g.concave,
+            repr((g.fit_rmse_m, g.edge_radii_m, g.neck_m, g.prism_depth_m, g.heightfield_cell_m)),
+            g.support_m,
+            *(
+                np.ascontiguousarray(a).tobytes()
+                for a in (g.mesh.vertices, g.mesh.faces, g.position, g.quaternion, g.extent, g.points_world)
+            ),
+        )
+        for g in p.objects
+    ]
+
+
+def test_objects_fitted_in_two_processes_are_bit_identical_to_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PoseCNN 000003 (a potted meat can, a soup can, a bowl), fitted in two worker processes and in this
+    one: the same shapes, poses, points, warnings and masks, to the bit, in the labels' order."""
+    from real2sim.datasets import SharedDataMissing, read_any_frame, shared_data_dir
+    from simpact.bench.real_truth import REAL_FRAMES
+
+    rel = "rgbd/posecnn/000003-color.png"
+    try:
+        frame = read_any_frame(shared_data_dir(rel))
+    except SharedDataMissing as err:
+        pytest.skip(f"shared data absent: {err}")
+    labels = list(REAL_FRAMES[rel])
+    pools: list[object] = []
+    monkeypatch.setattr(
+        perception, "fitting_pool", lambda n, warm: pools.append(fitting_pool(n, warm)) or pools[-1]
+    )
+    runs = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv(WORKERS_ENV, workers)
+        runs[workers] = perceive(frame, labels)
+    assert pools[0] is None and pools[1] is not None  # one process, then two
+    one, two = runs["1"], runs["2"]
+    assert len(one.objects) >= 3
+    assert _fingerprint(two) == _fingerprint(one)
+    assert two.warnings == one.warnings
+    assert [s.label for s in two.segments] == [s.label for s in one.segments]
+    assert all(np.array_equal(a.mask, b.mask) for a, b in zip(one.segments, two.segments))
+    assert two.timings_s["objects"] > 0 and "pose" in two.timings_s
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "1.5"])
+def test_a_worker_count_that_is_not_a_whole_number_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv(WORKERS_ENV, text)
+    with pytest.raises(Real2SimError, match=WORKERS_ENV):
+        worker_count()
+
+
+def test_the_worker_count_defaults_to_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv(WORKERS_ENV, " 3 ")
+    assert worker_count() == 3
+    monkeypatch.delenv(WORKERS_ENV)
+    assert worker_count() == min(len(os.sched_getaffinity(0)), 8)
