@@ -43,6 +43,14 @@ def test_surface_normals_are_numpys_cross_product_exactly_and_face_the_camera() 
     assert (n[ok][:, 2] < 0).all()  # towards the camera, which looks along +z
 
 
+def test_lengths_are_numpys_norm_exactly() -> None:
+    from real2sim.clutter import _length
+
+    v = np.random.default_rng(1).normal(size=(40, 50, 3)) * np.logspace(-6, 2, 50)[None, :, None]
+    for image in (v, v[:, ::3], v[1:, :-2] - v[:-1, 2:]):  # contiguous, strided, a difference of slices
+        assert np.array_equal(_length(image), np.linalg.norm(image, axis=-1))
+
+
 def test_colour_edges_need_a_bend_that_is_not_convex() -> None:
     rgb = np.zeros((60, 80, 3), np.uint8)
     rgb[:, 40:] = (220, 30, 30)  # red right half, black left
