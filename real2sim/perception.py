@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
 
 import numpy as np
 import trimesh
@@ -39,7 +38,7 @@ from real2sim.shape import (
 )
 from real2sim.table import fit_table
 from real2sim.types import ObjectGeometry, Segment, TablePlane
-from real2sim.workers import fitting_pool, worker_count
+from real2sim.workers import process_pool, run_all
 from simpact.core.frame import Frame
 from simpact.core.rotations import matrix_to_quat
 
@@ -186,7 +185,7 @@ def perceive(
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
     t_start = time.perf_counter()
-    pool = fitting_pool(worker_count(), _warm_up) if shape == "geometric" and pose == "icp" else None
+    pool = process_pool(_warm_up) if shape == "geometric" and pose == "icp" else None
     t0 = time.perf_counter()
     table = fit_table(frame)
     timings["table"] = time.perf_counter() - t0
@@ -205,7 +204,8 @@ def perceive(
     objects: list[ObjectGeometry] = []
     fitting = _Fitting(frame, table, shape, pose, erode_px, refine, {})
     t0 = time.perf_counter()
-    fitted = _fit_all(fitting, segments, max_points, pool)
+    jobs = [(fitting, seg, segments, max_points) for seg in segments]
+    fitted = run_all(_fit_one, jobs, pool, costs=[float(np.count_nonzero(s.mask)) for s in segments])
     timings["objects"] = time.perf_counter() - t0
     for seg, (g, seg_warnings, seg_timings) in zip(segments, fitted):
         warnings.extend(seg_warnings)
@@ -216,18 +216,6 @@ def perceive(
             objects.append(g)
     timings["total"] = time.perf_counter() - t_start
     return Perception(table, kept_segments, objects, timings, warnings, unlabelled)
-
-
-def _fit_all(
-    fitting: _Fitting, segments: Sequence[Segment], max_points: int, pool: Executor | None
-) -> list[_Fitted]:
-    """Each segment's :func:`_fit_one`, in the order of ``segments``; with a ``pool``, the largest masks
-    first (the longest fits), so that no worker is left with a large one at the end."""
-    if pool is None or len(segments) < 2:
-        return [_fit_one(fitting, seg, segments, max_points) for seg in segments]
-    order = sorted(range(len(segments)), key=lambda i: -int(np.count_nonzero(segments[i].mask)))
-    futures = {i: pool.submit(_fit_one, fitting, segments[i], segments, max_points) for i in order}
-    return [futures[i].result() for i in range(len(segments))]
 
 
 def _warm_up() -> None:

@@ -62,6 +62,7 @@ from real2sim.scene_files import (
 from real2sim.segment import grounded_sam2_settings, segmenter
 from real2sim.shape import hunyuan3d_package, hunyuan3d_path, shape_backend
 from real2sim.types import ObjectGeometry, PhysicalParameters, Real2SimError
+from real2sim.workers import process_pool, run_all
 from simpact.core.frame import Frame
 from simpact.core.jsonio import write_json
 from simpact.core.scene import Scene, SceneObject
@@ -429,6 +430,7 @@ def _scene(
     mesh_dir.mkdir(parents=True, exist_ok=True)
     scene_objects = []
     entries: list[dict[str, Any]] = []
+    concave: list[tuple[dict[str, Any], tuple[Path, np.ndarray]]] = []  # entry, cache_convex_parts' job
     for n in names:
         g, p = result.geometries[n], result.parameters[n]
         extent = np.asarray(g.extent, dtype=float)
@@ -441,7 +443,8 @@ def _scene(
             path = mesh_dir / f"{n}.obj"
             unit.export(path)
             if g.concave:
-                entry["convex_parts"] = cache_convex_parts(path, extent)
+                entry["convex_parts"] = 0  # counted below, the objects' parts side by side
+                concave.append((entry, (path, extent)))
             entry["mesh"] = f"meshes/{n}.obj"
             entry["mesh_scale"] = entry["extent"]
             scene_objects.append(
@@ -467,6 +470,9 @@ def _scene(
             np.save(root / entry["particles"], result.particles[n].points, allow_pickle=False)
             scene_objects.append(entry_object(entry, root))
         entries.append(entry)
+    counts = run_all(cache_convex_parts, [job for _, job in concave], process_pool())
+    for (entry, _), count in zip(concave, counts):
+        entry["convex_parts"] = count
     objects = tuple(scene_objects)
     tops = [
         float(g.world_vertices()[:, 2].max())

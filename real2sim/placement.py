@@ -14,6 +14,7 @@ import numpy as np
 from real2sim.scene_files import column_parts
 from real2sim.separate import trim_overlaps
 from real2sim.types import ObjectGeometry
+from real2sim.workers import process_pool, run_all
 from simpact.core.rotations import matrix_to_quat, quat_to_matrix
 
 __all__ = [
@@ -130,7 +131,7 @@ def place_objects(
     out, cuts = trim_overlaps(out, names, standing)
     for name, made in cuts.items():
         info[name]["cuts"] = made
-    parts = [_collision_parts(g) for g in out]
+    parts = run_all(_collision_parts, [(g,) for g in out], process_pool(), costs=[g.concave for g in out])
     for _ in range(MAX_SEPARATION_ROUNDS):
         pushes = _overlap_pushes(out, parts, standing)
         if not pushes:

@@ -15,12 +15,13 @@ while the table and the regions are found.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from typing import Any, TypeVar
 
 from real2sim.types import Real2SimError
 
-__all__ = ["IDLE_S", "MAX_WORKERS", "WORKERS_ENV", "fitting_pool", "worker_count"]
+__all__ = ["IDLE_S", "MAX_WORKERS", "WORKERS_ENV", "process_pool", "run_all", "worker_count"]
 
 WORKERS_ENV = "SIMPACT_REAL2SIM_WORKERS"
 MAX_WORKERS = 8
@@ -41,9 +42,10 @@ def worker_count() -> int:
     return int(text)
 
 
-def fitting_pool(workers: int, warm_up: Callable[[], None]) -> Executor | None:
-    """The process-wide pool of ``workers`` processes, each given ``warm_up`` to run (to import what the
-    work will need) as soon as it starts; None for one worker."""
+def process_pool(warm_up: Callable[[], None] | None = None) -> Executor | None:
+    """The process-wide pool of :func:`worker_count` processes, each given ``warm_up`` to run (to import
+    what the work will need) as soon as it starts; None for one worker."""
+    workers = worker_count()
     if workers <= 1:
         return None
     try:
@@ -54,6 +56,25 @@ def fitting_pool(workers: int, warm_up: Callable[[], None]) -> Executor | None:
             f"or set {WORKERS_ENV}=1"
         ) from None
     pool = get_reusable_executor(max_workers=workers, timeout=IDLE_S)
-    for _ in range(workers):
+    for _ in range(workers if warm_up is not None else 0):
         pool.submit(warm_up)
     return pool
+
+
+Result = TypeVar("Result")
+
+
+def run_all(
+    fn: Callable[..., Result],
+    jobs: Sequence[tuple[Any, ...]],
+    pool: Executor | None,
+    costs: Sequence[float] | None = None,
+) -> list[Result]:
+    """``[fn(*job) for job in jobs]``, in ``pool``'s processes when there is one and more than one job:
+    submitted costliest first (``costs``, one per job; by default in order), so that no worker is left with
+    a long one at the end. An exception in a job is raised here."""
+    if pool is None or len(jobs) < 2:
+        return [fn(*job) for job in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -costs[i]) if costs is not None else range(len(jobs))
+    futures = {i: pool.submit(fn, *jobs[i]) for i in order}
+    return [futures[i].result() for i in range(len(jobs))]

@@ -8,7 +8,7 @@ import pytest
 from real2sim import perception
 from real2sim.perception import Perception, perceive
 from real2sim.types import Real2SimError
-from real2sim.workers import WORKERS_ENV, fitting_pool, worker_count
+from real2sim.workers import WORKERS_ENV, process_pool, worker_count
 
 
 def _fingerprint(p: Perception) -> list[tuple[object, ...]]:
@@ -43,7 +43,7 @@ def test_objects_fitted_in_two_processes_are_bit_identical_to_one(monkeypatch: p
     labels = list(REAL_FRAMES[rel])
     pools: list[object] = []
     monkeypatch.setattr(
-        perception, "fitting_pool", lambda n, warm: pools.append(fitting_pool(n, warm)) or pools[-1]
+        perception, "process_pool", lambda warm: pools.append(process_pool(warm)) or pools[-1]
     )
     runs = {}
     for workers in ("1", "2"):
