@@ -204,7 +204,8 @@ def perceive(
     objects: list[ObjectGeometry] = []
     fitting = _Fitting(frame, table, shape, pose, erode_px, refine, {})
     t0 = time.perf_counter()
-    jobs = [(fitting, seg, segments, max_points) for seg in segments]
+    covered = np.sum([s.mask for s in segments], axis=0, dtype=np.int32)  # the masks holding each pixel
+    jobs = [(fitting, seg, covered - seg.mask > 0, max_points) for seg in segments]
     fitted = run_all(_fit_one, jobs, pool, costs=[float(np.count_nonzero(s.mask)) for s in segments])
     timings["objects"] = time.perf_counter() - t0
     for seg, (g, seg_warnings, seg_timings) in zip(segments, fitted):
@@ -228,23 +229,24 @@ _Fitted = tuple["ObjectGeometry | None", list[str], dict[str, float]]
 """One segment's object (None when left out), its warnings and its stages' times (s)."""
 
 
-def _fit_one(fitting: _Fitting, seg: Segment, segments: Sequence[Segment], max_points: int) -> _Fitted:
+def _fit_one(fitting: _Fitting, seg: Segment, others: np.ndarray, max_points: int) -> _Fitted:
     """:func:`_object_of` with its own warnings and timings: the same in a worker process as here."""
     warnings: list[str] = []
     fit = dataclasses.replace(fitting, timings={})
-    return _object_of(fit, seg, segments, max_points, warnings), warnings, fit.timings
+    return _object_of(fit, seg, others, max_points, warnings), warnings, fit.timings
 
 
 def _object_of(
-    fit: _Fitting, seg: Segment, segments: Sequence[Segment], max_points: int, warnings: list[str]
+    fit: _Fitting, seg: Segment, others: np.ndarray, max_points: int, warnings: list[str]
 ) -> ObjectGeometry | None:
-    """The object of ``seg`` (one of ``segments``) from at most ``max_points`` of its points, or from its
-    silhouette where the depth camera did not see it; None, with a warning, when it cannot be built."""
+    """The object of ``seg`` from at most ``max_points`` of its points, or from its silhouette (beside
+    ``others``, the other segments' pixels) where the depth camera did not see it; None, with a warning,
+    when it cannot be built."""
     frame, table, timings = fit.frame, fit.table, fit.timings
     unseen, seen = unseen_by_depth(frame, table, seg.mask)
     if unseen:  # glass, clear plastic: the depth shows the table through it, or nothing
         t0 = time.perf_counter()
-        glass = _from_silhouette(frame, table, seg, segments, seen, warnings)
+        glass = _from_silhouette(frame, table, seg, others, seen, warnings)
         timings["silhouette"] = timings.get("silhouette", 0.0) + time.perf_counter() - t0
         return glass
     support = seg.support_m or None  # an object lying on another one's top: fitted on that surface
@@ -308,17 +310,13 @@ def _from_silhouette(
     frame: Frame,
     table: TablePlane,
     seg: Segment,
-    segments: Sequence[Segment],
+    others: np.ndarray,
     seen: float,
     warnings: list[str],
 ) -> ObjectGeometry | None:
     """The object of ``seg``, whose depth the camera did not measure (``seen``: the share of its mask with
-    depth above the table), fitted to its silhouette (:func:`real2sim.no_depth.fit_silhouette`); None,
-    with a warning, for a mask it cannot fit."""
-    others = np.zeros_like(seg.mask)
-    for s in segments:
-        if s is not seg:
-            others |= s.mask
+    depth above the table), fitted to its silhouette (:func:`real2sim.no_depth.fit_silhouette`) beside the
+    other objects' pixels ``others``; None, with a warning, for a mask it cannot fit."""
     found = fit_silhouette(frame, table, seg.mask, seg.label, others)
     if found is None:
         warnings.append(
