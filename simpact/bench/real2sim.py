@@ -49,6 +49,7 @@ from real2sim.datasets import (
     shared_data_dir,
 )
 from real2sim.pipeline import Real2SimConfig, run_real2sim
+from real2sim.workers import worker_count
 from simpact.bench.glass import bench_glass_pair, glass_pairs
 from simpact.bench.real2sim_marks import against_object_points, against_reference_masks, on_their_objects
 from simpact.bench.real2sim_report import TARGETS, summarise
@@ -384,6 +385,7 @@ def bench_result(
         "glass": glass,
         "real_skipped": real_skipped,
         "errors": errors,
+        "fitting_processes": worker_count(),
     }
 
 

@@ -225,7 +225,9 @@ def _machines(result: Mapping[str, Any], baseline: Mapping[str, Any] | None) -> 
     here = result.get("machine")
     if not here:
         return []
-    lines = [f"Timed on {_machine_line(here)}: seconds compare only between runs on one machine."]
+    processes = result.get("fitting_processes")
+    fitted = f", each frame's objects fitted in {processes} processes" if processes else ""
+    lines = [f"Timed on {_machine_line(here)}{fitted}: seconds compare only between runs on one machine."]
     there = baseline.get("machine") if baseline is not None else None
     if there and _machine_line(there) != _machine_line(here):
         lines.append(f"The baseline ran on {_machine_line(there)}: its seconds do not compare with these.")

@@ -389,6 +389,8 @@ def test_the_report_names_the_machine_and_a_baseline_timed_on_another(tmp_path: 
     assert "Timed on AMD EPYC, 2 CPUs" in same and "do not compare" not in same
     other = markdown_report(result, tmp_path, {**_bench_result(tmp_path, 6.0, "check"), "machine": there})
     assert "The baseline ran on Intel Xeon, 2 CPUs: its seconds do not compare with these." in other
+    two = markdown_report({**result, "fitting_processes": 2}, tmp_path)
+    assert "Timed on AMD EPYC, 2 CPUs, each frame's objects fitted in 2 processes: seconds" in two
 
 
 def test_the_report_sets_masks_and_render_against_the_hand_marked_objects(tmp_path: Path) -> None:
