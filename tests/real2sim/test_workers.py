@@ -75,3 +75,35 @@ def test_the_worker_count_defaults_to_the_usable_cpus(monkeypatch: pytest.Monkey
     assert worker_count() == 3
     monkeypatch.delenv(WORKERS_ENV)
     assert worker_count() == min(len(os.sched_getaffinity(0)), 8)
+
+
+def _square_or_fail(x: int) -> int:
+    if x < 0:
+        raise ValueError(f"job {x} failed")
+    return x * x
+
+
+def test_jobs_shared_with_helpers_come_back_in_order_and_raise_their_errors() -> None:
+    """:func:`real2sim.workers.run_all` with a thread pool standing in for the helper processes: every job
+    runs once, results in the jobs' order whatever the costs, a job's error raised in the caller."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from real2sim.workers import Helpers, run_all
+
+    ran: list[str] = []
+
+    def job(x: int) -> int:
+        ran.append(threading.current_thread().name)
+        return _square_or_fail(x)
+
+    with ThreadPoolExecutor(2, thread_name_prefix="helper") as executor:
+        helpers = Helpers(executor, 2)
+        jobs = [(x,) for x in range(12)]
+        assert run_all(job, jobs, helpers, costs=[(7 * x) % 5 for x in range(12)]) == [
+            x * x for x in range(12)
+        ]
+        assert len(ran) == 12 and any(n.startswith("helper") for n in ran)
+        with pytest.raises(ValueError, match="job -3 failed"):
+            run_all(_square_or_fail, [(1,), (2,), (-3,), (4,)], helpers)
+    assert run_all(_square_or_fail, [(2,), (3,)], None) == [4, 9]  # no helpers: here, in order
