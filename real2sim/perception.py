@@ -180,12 +180,14 @@ def perceive(
     (:mod:`real2sim.heightfield`). An object whose label names no shape (an unlabelled region) is fitted as
     each of :data:`CANDIDATE_KINDS`, and the fit that explains the depth around its mask best is kept. An
     object the segmenter found lying on another (``Segment.support_m``, :mod:`real2sim.stacked`) is fitted
-    standing on that surface, not on the table.
+    standing on that surface, not on the table. The objects are fitted side by side, in this process and the
+    helper processes of :mod:`real2sim.workers` (with the geometric back-ends; the learned ones hold their
+    models here), each exactly as alone.
     """
     timings = {"table": 0.0, "segment": 0.0, "shape": 0.0, "pose": 0.0}
     warnings: list[str] = []
     t_start = time.perf_counter()
-    pool = process_pool(_warm_up) if shape == "geometric" and pose == "icp" else None
+    helpers = process_pool(_warm_up) if shape == "geometric" and pose == "icp" else None
     t0 = time.perf_counter()
     table = fit_table(frame)
     timings["table"] = time.perf_counter() - t0
@@ -206,7 +208,7 @@ def perceive(
     t0 = time.perf_counter()
     covered = np.sum([s.mask for s in segments], axis=0, dtype=np.int32)  # the masks holding each pixel
     jobs = [(fitting, seg, covered - seg.mask > 0, max_points) for seg in segments]
-    fitted = run_all(_fit_one, jobs, pool, costs=[float(np.count_nonzero(s.mask)) for s in segments])
+    fitted = run_all(_fit_one, jobs, helpers, costs=[float(np.count_nonzero(s.mask)) for s in segments])
     timings["objects"] = time.perf_counter() - t0
     for seg, (g, seg_warnings, seg_timings) in zip(segments, fitted):
         warnings.extend(seg_warnings)

@@ -31,7 +31,7 @@ WORKERS_ENV = "SIMPACT_REAL2SIM_WORKERS"
 MAX_WORKERS = 8
 """More processes than this gain little: few frames hold more objects of similar cost."""
 IDLE_S = 600
-"""Workers left idle this long (s) exit; the next frame starts new ones."""
+"""Helpers left idle this long (s) exit; the next frame starts new ones."""
 
 
 def worker_count() -> int:
